@@ -1,0 +1,181 @@
+"""The one error model of Boxwright.
+
+Every failure at any layer — agent, runner daemon, host, MCP tool — is a `BoxwrightError`
+carrying an `ErrorCode`, a human message, a recovery hint and details. It crosses JSON-RPC as
+`error.data` and ends in front of the MCP client as `{error, errorCode, recoverHint, details}`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ErrorCode(StrEnum):
+    # Tool level (seed 000 §7.1).
+    ELEMENT_NOT_FOUND = "ELEMENT_NOT_FOUND"
+    STALE_REF = "STALE_REF"
+    NAVIGATION_TIMEOUT = "NAVIGATION_TIMEOUT"
+    NAVIGATION_FAILED = "NAVIGATION_FAILED"
+    SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
+    SESSION_LIMIT_REACHED = "SESSION_LIMIT_REACHED"
+    TAB_NOT_FOUND = "TAB_NOT_FOUND"
+    TAB_LIMIT_REACHED = "TAB_LIMIT_REACHED"
+    PAGE_CRASHED = "PAGE_CRASHED"
+    INVALID_PARAMETER = "INVALID_PARAMETER"
+    EXECUTION_ERROR = "EXECUTION_ERROR"
+    OPERATION_TIMEOUT = "OPERATION_TIMEOUT"
+    # Code and processes.
+    PROCESS_NOT_FOUND = "PROCESS_NOT_FOUND"
+    PROCESS_LIMIT_REACHED = "PROCESS_LIMIT_REACHED"
+    CODE_RUNNER_UNAVAILABLE = "CODE_RUNNER_UNAVAILABLE"
+    # Files.
+    FILE_NOT_FOUND = "FILE_NOT_FOUND"
+    PATH_OUTSIDE_WORKSPACE = "PATH_OUTSIDE_WORKSPACE"
+    NOT_A_FILE = "NOT_A_FILE"
+    NOT_A_DIRECTORY = "NOT_A_DIRECTORY"
+    FILE_TOO_LARGE = "FILE_TOO_LARGE"
+    NOT_TEXT = "NOT_TEXT"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    # Runtime level (seed 000 §7.1).
+    TEMPLATE_NOT_FOUND = "TEMPLATE_NOT_FOUND"
+    TEMPLATE_VERSION_UNSUPPORTED = "TEMPLATE_VERSION_UNSUPPORTED"
+    TRUST_LEVEL_NOT_ALLOWED = "TRUST_LEVEL_NOT_ALLOWED"
+    RUN_NOT_FOUND = "RUN_NOT_FOUND"
+    RUN_TIMEOUT = "RUN_TIMEOUT"
+    RUN_CANCELED = "RUN_CANCELED"
+    STEP_EXECUTION_FAILED = "STEP_EXECUTION_FAILED"
+    ARTIFACT_NOT_FOUND = "ARTIFACT_NOT_FOUND"
+    ARTIFACT_EXPIRED = "ARTIFACT_EXPIRED"
+    # Sandbox level.
+    SANDBOX_NOT_FOUND = "SANDBOX_NOT_FOUND"
+    SANDBOX_NOT_RUNNING = "SANDBOX_NOT_RUNNING"
+    SANDBOX_LIMIT_REACHED = "SANDBOX_LIMIT_REACHED"
+    SANDBOX_START_FAILED = "SANDBOX_START_FAILED"
+    SANDBOX_START_TIMEOUT = "SANDBOX_START_TIMEOUT"
+    NO_DEFAULT_SANDBOX = "NO_DEFAULT_SANDBOX"
+    AMBIGUOUS_SANDBOX = "AMBIGUOUS_SANDBOX"
+    AGENT_UNREACHABLE = "AGENT_UNREACHABLE"
+    RPC_TIMEOUT = "RPC_TIMEOUT"
+    TOOL_TIMEOUT = "TOOL_TIMEOUT"
+    IMAGE_NOT_FOUND = "IMAGE_NOT_FOUND"
+    IMAGE_BUILD_FAILED = "IMAGE_BUILD_FAILED"
+    DOCKER_UNAVAILABLE = "DOCKER_UNAVAILABLE"
+    UNAUTHORIZED = "UNAUTHORIZED"
+    # Protocol.
+    PARSE_ERROR = "PARSE_ERROR"
+    INVALID_REQUEST = "INVALID_REQUEST"
+    METHOD_NOT_FOUND = "METHOD_NOT_FOUND"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+# What an agent (human or LLM) should do next; a raise site may give a more specific hint.
+DEFAULT_HINTS: dict[ErrorCode, str] = {
+    ErrorCode.ELEMENT_NOT_FOUND: "call browser_snapshot and use one of the returned refs",
+    ErrorCode.STALE_REF: "the page changed since that snapshot: call browser_snapshot again and use a new ref",
+    ErrorCode.NAVIGATION_TIMEOUT: "the page did not load in time: raise timeoutMs, use waitUntil='commit', "
+    "or check that the site responds",
+    ErrorCode.NAVIGATION_FAILED: "check the URL and that the server is reachable from inside the sandbox",
+    ErrorCode.SESSION_NOT_FOUND: "omit sessionId to use the default session, or create a new one",
+    ErrorCode.SESSION_LIMIT_REACHED: "close a browser session you no longer need",
+    ErrorCode.TAB_NOT_FOUND: "call browser_tabs with action 'list' to see the open tabs",
+    ErrorCode.TAB_LIMIT_REACHED: "close tabs you no longer need with browser_tabs action 'close'",
+    ErrorCode.PAGE_CRASHED: "the page crashed and was replaced by a fresh one: navigate again",
+    ErrorCode.INVALID_PARAMETER: "fix the arguments named in details and call again",
+    ErrorCode.EXECUTION_ERROR: "see details; the operation may be retried",
+    ErrorCode.OPERATION_TIMEOUT: "the operation ran out of time: raise timeoutMs or do less per call",
+    ErrorCode.PROCESS_NOT_FOUND: "call process_list to see the processes of this sandbox",
+    ErrorCode.PROCESS_LIMIT_REACHED: "kill background processes you no longer need with process_kill",
+    ErrorCode.CODE_RUNNER_UNAVAILABLE: "the sandbox's code runner is not up; retry in a moment or recreate the sandbox",
+    ErrorCode.FILE_NOT_FOUND: "check the path with file_list; paths are relative to the workspace",
+    ErrorCode.PATH_OUTSIDE_WORKSPACE: "use a path inside the workspace (relative, without '..' escaping it)",
+    ErrorCode.NOT_A_FILE: "the path is a directory: use file_list",
+    ErrorCode.NOT_A_DIRECTORY: "the path is a file: use file_read",
+    ErrorCode.FILE_TOO_LARGE: "read it in parts with offset and limit",
+    ErrorCode.NOT_TEXT: "the file is not UTF-8 text: read it with encoding 'base64'",
+    ErrorCode.PERMISSION_DENIED: "the file's permissions do not allow this; change them with code_run (chmod)",
+    ErrorCode.TEMPLATE_NOT_FOUND: "call list_task_templates to see the available templates",
+    ErrorCode.TEMPLATE_VERSION_UNSUPPORTED: "switch to a supported template version",
+    ErrorCode.TRUST_LEVEL_NOT_ALLOWED: "not allowed for remote callers: connect over stdio or use another tool",
+    ErrorCode.RUN_NOT_FOUND: "check the runId with list_task_runs",
+    ErrorCode.RUN_TIMEOUT: "raise options.timeoutMs or split the task",
+    ErrorCode.RUN_CANCELED: "create a new run",
+    ErrorCode.STEP_EXECUTION_FAILED: "see details.failedStep and details.stepErrorCode",
+    ErrorCode.ARTIFACT_NOT_FOUND: "check the artifactId in the run's artifacts",
+    ErrorCode.ARTIFACT_EXPIRED: "run the task again to produce a fresh artifact",
+    ErrorCode.SANDBOX_NOT_FOUND: "call sandbox_list to see your sandboxes, or sandbox_create to make one",
+    ErrorCode.SANDBOX_NOT_RUNNING: "the sandbox stopped: destroy it and call sandbox_create",
+    ErrorCode.SANDBOX_LIMIT_REACHED: "destroy a sandbox you no longer need with sandbox_destroy",
+    ErrorCode.SANDBOX_START_FAILED: "see details; check `boxwright doctor`, then retry sandbox_create",
+    ErrorCode.SANDBOX_START_TIMEOUT: "the sandbox did not become ready in time; retry, or check `boxwright doctor`",
+    ErrorCode.NO_DEFAULT_SANDBOX: "call sandbox_create first (or pass sandboxId)",
+    ErrorCode.AMBIGUOUS_SANDBOX: "you have several sandboxes: pass sandboxId (see sandbox_list)",
+    ErrorCode.AGENT_UNREACHABLE: "the sandbox's agent does not answer; destroy the sandbox and create a new one",
+    ErrorCode.RPC_TIMEOUT: "the sandbox did not answer in time; it may be overloaded or frozen — retry, or recreate it",
+    ErrorCode.TOOL_TIMEOUT: "the call took too long and was abandoned; retry with a larger timeoutMs",
+    ErrorCode.IMAGE_NOT_FOUND: "build the sandbox image: `boxwright image build`",
+    ErrorCode.IMAGE_BUILD_FAILED: "see details for the build log tail; fix and run `boxwright image build` again",
+    ErrorCode.DOCKER_UNAVAILABLE: "start the Docker engine (or set DOCKER_HOST) and check `boxwright doctor`",
+    ErrorCode.UNAUTHORIZED: "send the sandbox's bearer token in the Authorization header",
+    ErrorCode.PARSE_ERROR: "send a valid JSON-RPC 2.0 request body",
+    ErrorCode.INVALID_REQUEST: "send a JSON-RPC 2.0 object with jsonrpc='2.0', a method and object params",
+    ErrorCode.METHOD_NOT_FOUND: "see rpc.methods for the supported methods",
+    ErrorCode.PAYLOAD_TOO_LARGE: "send less data per call (split large files into parts)",
+    ErrorCode.INTERNAL_ERROR: "this is a bug in Boxwright; retry, and report it if it persists",
+}
+
+# JSON-RPC 2.0 numeric codes; everything not listed is an application error (-32000).
+_JSONRPC_CODES: dict[ErrorCode, int] = {
+    ErrorCode.PARSE_ERROR: -32700,
+    ErrorCode.INVALID_REQUEST: -32600,
+    ErrorCode.METHOD_NOT_FOUND: -32601,
+    ErrorCode.INVALID_PARAMETER: -32602,
+    ErrorCode.INTERNAL_ERROR: -32603,
+}
+APPLICATION_ERROR = -32000
+
+
+class ErrorBody(BaseModel):
+    """The uniform error shape every client sees (MCP structuredContent on isError)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: str = Field(description="What went wrong, in one sentence")
+    errorCode: ErrorCode = Field(description="Stable machine-readable code")
+    recoverHint: str = Field(description="What to do next")
+    details: dict[str, Any] = Field(default_factory=dict, description="Structured context")
+
+
+class BoxwrightError(Exception):
+    """A failure with a stable code; raised anywhere, translated at every boundary."""
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        hint: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = ErrorCode(code)
+        self.message = message
+        self.hint = hint or DEFAULT_HINTS.get(self.code, "")
+        self.details: dict[str, Any] = details or {}
+
+    def __repr__(self) -> str:
+        return f"BoxwrightError({self.code.value}, {self.message!r})"
+
+    @property
+    def jsonrpc_code(self) -> int:
+        return _JSONRPC_CODES.get(self.code, APPLICATION_ERROR)
+
+    def to_body(self) -> ErrorBody:
+        return ErrorBody(error=self.message, errorCode=self.code, recoverHint=self.hint, details=self.details)
+
+    @classmethod
+    def from_body(cls, body: ErrorBody) -> BoxwrightError:
+        return cls(body.errorCode, body.error, hint=body.recoverHint, details=dict(body.details))

@@ -1,0 +1,98 @@
+"""code.run and the background process methods (process.list / process.output / process.kill)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from rpc.models.base import Params, Result
+
+Language = Literal["python", "bash"]
+
+DEFAULT_CODE_TIMEOUT_MS = 30_000
+MAX_CODE_TIMEOUT_MS = 600_000
+DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
+MAX_OUTPUT_BYTES = 4 * 1024 * 1024
+
+
+class CodeRunParams(Params):
+    language: Language = Field(description="Interpreter: 'python' (python3) or 'bash'")
+    code: str = Field(min_length=1, max_length=1_000_000, description="Source code to run")
+    timeoutMs: int = Field(
+        DEFAULT_CODE_TIMEOUT_MS,
+        ge=100,
+        le=MAX_CODE_TIMEOUT_MS,
+        description="Kill the whole process group after this many ms (ignored when background)",
+    )
+    background: bool = Field(
+        False,
+        description="Start a long-running process (e.g. a web server) and return its processId at once",
+    )
+    cwd: str = Field(".", max_length=4096, description="Working directory, relative to the workspace")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables")
+    stdin: str | None = Field(None, max_length=1_000_000, description="Text fed to standard input")
+    maxOutputBytes: int = Field(
+        DEFAULT_MAX_OUTPUT_BYTES,
+        ge=1024,
+        le=MAX_OUTPUT_BYTES,
+        description="Cap per stream; beyond it the middle is cut and truncated=true",
+    )
+
+
+class CodeRunResult(Result):
+    stdout: str = ""
+    stderr: str = ""
+    exitCode: int | None = Field(None, description="Exit status; 128+N when killed by signal N; null if running")
+    timedOut: bool = False
+    durationMs: int = 0
+    truncated: bool = Field(False, description="Some output was cut to respect maxOutputBytes")
+    processId: str | None = Field(None, description="Set when background=true: use it with process_output/kill")
+
+
+class ProcessInfo(Result):
+    processId: str
+    language: Language
+    command: str = Field(description="First line of the code, shortened")
+    pid: int
+    running: bool
+    exitCode: int | None = None
+    startedAt: str = Field(description="ISO 8601 UTC")
+    durationMs: int
+    outputBytes: int = Field(description="Total bytes of output produced so far")
+
+
+class ProcessListParams(Params):
+    pass
+
+
+class ProcessListResult(Result):
+    processes: list[ProcessInfo]
+
+
+class ProcessOutputParams(Params):
+    processId: str = Field(min_length=1, max_length=64)
+    offset: int = Field(0, ge=0, description="Byte offset into the combined stdout+stderr stream")
+    maxBytes: int = Field(DEFAULT_MAX_OUTPUT_BYTES, ge=1, le=MAX_OUTPUT_BYTES)
+    waitMs: int = Field(0, ge=0, le=30_000, description="Wait up to this long for new output or exit")
+
+
+class ProcessOutputResult(Result):
+    processId: str
+    running: bool
+    exitCode: int | None = None
+    output: str = Field(description="Combined stdout and stderr, in order")
+    offset: int = Field(description="Offset of the first returned byte")
+    nextOffset: int = Field(description="Pass as offset to read what follows")
+    droppedBytes: int = Field(0, description="Output older than the retained buffer, skipped")
+
+
+class ProcessKillParams(Params):
+    processId: str = Field(min_length=1, max_length=64)
+    signal: Literal["TERM", "KILL", "INT"] = "TERM"
+
+
+class ProcessKillResult(Result):
+    processId: str
+    running: bool
+    exitCode: int | None = None
