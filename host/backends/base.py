@@ -1,0 +1,48 @@
+"""The backend interface the SandboxManager depends on (Docker today, a distributed engine later).
+
+Methods are synchronous: the docker SDK is blocking, and the manager runs them in worker threads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class StartSpec:
+    sandbox_id: str
+    image: str
+    labels: dict[str, str]
+    env: dict[str, str] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ContainerInfo:
+    container_id: str
+    sandbox_id: str
+    status: str  # docker's: created, running, paused, restarting, exited, dead, removing
+    labels: dict[str, str] = field(repr=False)
+    agent_url: str | None  # http://127.0.0.1:<published port>, when running
+
+
+class SandboxBackend(Protocol):
+    def ping(self) -> None: ...
+
+    def image_exists(self, image: str) -> bool: ...
+
+    def start(self, spec: StartSpec) -> ContainerInfo: ...
+
+    def start_code_runner(self, container_id: str) -> None: ...
+
+    def inspect(self, container_id: str) -> ContainerInfo | None: ...
+
+    def remove(self, sandbox_id: str, container_id: str | None) -> None: ...
+
+    def list_sandboxes(self, namespace: str) -> list[ContainerInfo]: ...
+
+    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[str]: ...
+
+    def remove_volume(self, name: str) -> None: ...
+
+    def logs_tail(self, container_id: str, lines: int = 40) -> str: ...

@@ -1,0 +1,211 @@
+"""DockerBackend: sandboxes as hardened Docker containers, through the docker SDK.
+
+Hardening (DESIGN.md, Isolation): the agent runs as non-root `agent`, every capability dropped,
+no-new-privileges, read-only root filesystem with tmpfs scratch, a named volume for /workspace,
+pids/memory/CPU limits, and the agent port published on 127.0.0.1 only. Sandboxes sit on a
+namespace network with inter-container traffic disabled, so one sandbox cannot reach another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+
+from host import labels
+from host.backends.base import ContainerInfo, StartSpec
+from host.config import Settings
+from rpc.errors import BoxwrightError, ErrorCode
+
+log = logging.getLogger(__name__)
+
+AGENT_PORT = "8080/tcp"
+AGENT_UID, RUNNER_UID = 1000, 1001
+CODE_RUNNER_CMD = ["python3", "-m", "sandbox_image.code.daemon"]
+
+
+def docker_client() -> docker.DockerClient:
+    """A client for the engine in DOCKER_HOST (or the local socket), with a clear error when absent."""
+    try:
+        client = docker.from_env(timeout=60)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise BoxwrightError(
+            ErrorCode.DOCKER_UNAVAILABLE,
+            "cannot reach the Docker engine",
+            details={"cause": str(exc).splitlines()[0][:300]},
+        ) from exc
+    return client
+
+
+def volume_name(sandbox_id: str) -> str:
+    return f"boxwright-{sandbox_id}-workspace"
+
+
+def container_name(sandbox_id: str) -> str:
+    return f"boxwright-{sandbox_id}"
+
+
+class DockerBackend:
+    def __init__(self, settings: Settings, client: docker.DockerClient | None = None) -> None:
+        self.settings = settings
+        self.client = client or docker_client()
+        self._network: str | None = None
+
+    # -- engine -----------------------------------------------------------------------------
+    def ping(self) -> None:
+        try:
+            self.client.ping()
+        except docker.errors.DockerException as exc:
+            raise BoxwrightError(ErrorCode.DOCKER_UNAVAILABLE, "the Docker engine does not answer") from exc
+
+    def image_exists(self, image: str) -> bool:
+        try:
+            self.client.images.get(image)
+        except docker.errors.ImageNotFound:
+            return False
+        return True
+
+    def _ensure_network(self) -> str:
+        """One bridge network per namespace, inter-container communication off."""
+        if self._network:
+            return self._network
+        name = f"boxwright-{self.settings.namespace}"
+        existing = self.client.networks.list(names=[name])
+        if not existing:
+            try:
+                self.client.networks.create(
+                    name,
+                    driver="bridge",
+                    check_duplicate=True,
+                    options={"com.docker.network.bridge.enable_icc": "false"},
+                    labels={labels.NAMESPACE: self.settings.namespace},
+                )
+            except docker.errors.APIError as exc:  # a concurrent server created it first
+                if not self.client.networks.list(names=[name]):
+                    raise BoxwrightError(
+                        ErrorCode.SANDBOX_START_FAILED, f"cannot create network {name}", details={"cause": str(exc)}
+                    ) from exc
+        self._network = name
+        return name
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self, spec: StartSpec) -> ContainerInfo:
+        if not self.image_exists(spec.image):
+            # containers.run() would try to pull, and no registry may be reachable.
+            raise BoxwrightError(
+                ErrorCode.IMAGE_NOT_FOUND,
+                f"sandbox image {spec.image} is not built",
+                details={"image": spec.image},
+            )
+        s = self.settings
+        vol = volume_name(spec.sandbox_id)
+        self.client.volumes.create(name=vol, labels=spec.labels)
+        try:
+            container = self.client.containers.run(
+                spec.image,
+                detach=True,
+                name=container_name(spec.sandbox_id),
+                hostname="sandbox",
+                user="agent",
+                environment=spec.env,
+                labels=spec.labels,
+                read_only=True,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges:true"],
+                tmpfs={
+                    "/tmp": f"rw,nosuid,nodev,size={s.tmp_size},mode=1777",
+                    "/home/agent": f"rw,nosuid,nodev,size={s.tmp_size},uid={AGENT_UID},gid={AGENT_UID},mode=0700",
+                    "/home/runner": f"rw,nosuid,nodev,size={s.tmp_size},uid={RUNNER_UID},gid={RUNNER_UID},mode=0700",
+                    "/run/boxwright": "rw,nosuid,nodev,noexec,size=1m,mode=1777",
+                },
+                volumes={vol: {"bind": "/workspace", "mode": "rw"}},
+                shm_size=s.shm_size,
+                pids_limit=s.pids_limit,
+                mem_limit=s.mem_limit,
+                memswap_limit=s.mem_limit,
+                nano_cpus=s.nano_cpus,
+                network=self._ensure_network(),
+                ports={AGENT_PORT: ("127.0.0.1", None)},
+                restart_policy={"Name": "no"},
+            )
+        except docker.errors.DockerException as exc:
+            self.remove(spec.sandbox_id, None)
+            raise BoxwrightError(
+                ErrorCode.SANDBOX_START_FAILED,
+                "Docker refused to start the sandbox container",
+                details={"cause": str(exc)[:500]},
+            ) from exc
+        container.reload()
+        return self._info(container)
+
+    def start_code_runner(self, container_id: str) -> None:
+        """Start the code runner daemon as the `runner` user.
+
+        A capability-less non-root agent cannot switch uid itself; the engine can, so the daemon
+        that executes untrusted code runs as a different user than the agent and the browser.
+        """
+        container = self.client.containers.get(container_id)
+        container.exec_run(CODE_RUNNER_CMD, user="runner", detach=True, workdir="/workspace")
+
+    def inspect(self, container_id: str) -> ContainerInfo | None:
+        try:
+            container = self.client.containers.get(container_id)
+        except docker.errors.NotFound:
+            return None
+        return self._info(container)
+
+    def remove(self, sandbox_id: str, container_id: str | None) -> None:
+        """Remove the container and its workspace volume; a no-op for what is already gone."""
+        target = container_id or container_name(sandbox_id)
+        try:
+            self.client.containers.get(target).remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: removal already in progress
+                raise
+        self.remove_volume(volume_name(sandbox_id))
+
+    def remove_volume(self, name: str) -> None:
+        with contextlib.suppress(docker.errors.NotFound):
+            self.client.volumes.get(name).remove(force=True)
+
+    def list_sandboxes(self, namespace: str) -> list[ContainerInfo]:
+        found = self.client.containers.list(
+            all=True, filters={"label": [labels.SANDBOX, f"{labels.NAMESPACE}={namespace}"]}
+        )
+        return [self._info(c) for c in found]
+
+    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[str]:
+        vols = self.client.volumes.list(filters={"label": [labels.SANDBOX, f"{labels.NAMESPACE}={namespace}"]})
+        return [v.name for v in vols if (v.attrs.get("Labels") or {}).get(labels.SANDBOX) not in live_ids]
+
+    def logs_tail(self, container_id: str, lines: int = 40) -> str:
+        try:
+            raw: Any = self.client.containers.get(container_id).logs(tail=lines)
+        except docker.errors.DockerException:
+            return ""
+        return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+
+    # -- helpers ----------------------------------------------------------------------------
+    @staticmethod
+    def _info(container: Container) -> ContainerInfo:
+        lab = dict(container.labels or {})
+        url = None
+        bindings = (container.ports or {}).get(AGENT_PORT) or []
+        for b in bindings:
+            if b.get("HostIp") in ("127.0.0.1", "") and b.get("HostPort"):
+                url = f"http://127.0.0.1:{b['HostPort']}"
+                break
+        return ContainerInfo(
+            container_id=container.id or "",
+            sandbox_id=lab.get(labels.SANDBOX, ""),
+            status=container.status,
+            labels=lab,
+            agent_url=url,
+        )

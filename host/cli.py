@@ -1,0 +1,213 @@
+"""`boxwright` — serve MCP, build the image, inspect and clean up sandboxes, manage HTTP tokens."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+
+from host import __version__, labels, logs
+from host.config import Settings
+from host.mcp.auth import OWNER_PATTERN, TokenStore, default_token_file
+from rpc.errors import BoxwrightError
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from host.mcp.server import serve_http, serve_stdio
+    from host.services import Services
+
+    settings = Settings.from_env(keep_on_exit=True if args.keep_sandboxes else None)
+    services = Services(settings)
+    if args.http:
+        tokens = TokenStore.load(Path(args.token_file))
+        anyio.run(lambda: serve_http(services, host=args.host, port=args.port, tokens=tokens))
+    else:
+        anyio.run(serve_stdio, services)
+    return 0
+
+
+def cmd_image_build(args: argparse.Namespace) -> int:
+    from host.backends.docker_backend import docker_client
+    from host.image.builder import build_image, ensure_image
+
+    client = docker_client()
+    if args.if_needed:
+        tag = ensure_image(client, progress=_progress)
+    else:
+        tag = build_image(client, progress=_progress, no_cache=args.no_cache, base_image=args.base)
+    print(tag)
+    return 0
+
+
+def _ts(value: str | None) -> str:
+    if not value:
+        return "-"
+    return datetime.fromtimestamp(int(value), UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    from host.backends.docker_backend import DockerBackend
+    from host.sandboxes.locks import OwnershipLocks
+
+    settings = Settings.from_env()
+    backend = DockerBackend(settings)
+    locks = OwnershipLocks(settings.state_dir, settings.namespace)
+    rows = [("SANDBOX", "OWNER", "NAME", "STATUS", "MANAGED", "CREATED", "EXPIRES")]
+    for info in backend.list_sandboxes(settings.namespace):
+        managed = "no (orphan)" if locks.try_acquire(info.sandbox_id) else "yes"
+        locks.release(info.sandbox_id, forget=False)
+        lab = info.labels
+        rows.append(
+            (
+                info.sandbox_id,
+                lab.get(labels.OWNER, "?"),
+                lab.get(labels.NAME, "-"),
+                info.status,
+                managed,
+                _ts(lab.get(labels.CREATED_AT)),
+                _ts(lab.get(labels.EXPIRES_AT)),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    from host.backends.docker_backend import DockerBackend
+    from host.sandboxes.locks import OwnershipLocks
+
+    settings = Settings.from_env()
+    backend = DockerBackend(settings)
+    locks = OwnershipLocks(settings.state_dir, settings.namespace)
+    known = {i.sandbox_id: i for i in backend.list_sandboxes(settings.namespace)}
+    targets = list(known) if args.all else args.sandbox_ids
+    status = 0
+    for sid in targets:
+        info = known.get(sid)
+        if info is None:
+            print(f"{sid}: no such sandbox in namespace {settings.namespace}", file=sys.stderr)
+            status = 1
+            continue
+        if not locks.try_acquire(sid) and not args.force:
+            print(f"{sid}: managed by a running server (use --force, or sandbox_destroy)", file=sys.stderr)
+            status = 1
+            continue
+        backend.remove(sid, info.container_id)
+        locks.release(sid)
+        print(f"{sid}: removed")
+    return status
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from host.backends.docker_backend import docker_client
+    from host.image.builder import image_status
+
+    ok = True
+
+    def report(good: bool, what: str, fix: str = "") -> None:
+        nonlocal ok
+        ok &= good
+        print(f"[{'ok' if good else 'FAIL'}] {what}" + (f"\n       fix: {fix}" if fix and not good else ""))
+
+    settings = Settings.from_env()
+    try:
+        client = docker_client()
+        version = client.version().get("Version", "?")
+        report(True, f"Docker engine reachable (server {version})")
+    except BoxwrightError as exc:
+        report(False, f"Docker engine: {exc.message}", exc.hint)
+        return 1
+    status = image_status(client)
+    state = "up to date" if status.current else ("out of date" if status.exists else "not built")
+    report(status.current, f"sandbox image {status.tag}: {state}", "boxwright image build")
+    report(
+        shutil.which("debootstrap") is not None or status.exists,
+        "debootstrap available (needed only when no Debian base image can be pulled)",
+        "apt-get install debootstrap",
+    )
+    try:
+        settings.state_dir.mkdir(parents=True, exist_ok=True)
+        report(True, f"state dir {settings.state_dir} writable")
+    except OSError as exc:
+        report(False, f"state dir {settings.state_dir}: {exc}", "set BOXWRIGHT_STATE_DIR")
+    tokens = TokenStore.load(Path(default_token_file()))
+    print(f"[info] HTTP bearer tokens configured: {len(tokens)}")
+    return 0 if ok else 1
+
+
+def cmd_token_add(args: argparse.Namespace) -> int:
+    import re
+
+    if not re.match(OWNER_PATTERN, args.owner):
+        print(f"owner must match {OWNER_PATTERN}", file=sys.stderr)
+        return 2
+    token = TokenStore.add(Path(args.token_file), args.owner)
+    print(f"token for {args.owner} (shown once; only its hash is stored in {args.token_file}):", file=sys.stderr)
+    print(token)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="boxwright", description="Disposable, isolated sandboxes for AI agents over MCP")
+    p.add_argument("--version", action="version", version=f"boxwright {__version__}")
+    p.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run the MCP server (stdio by default; --http for streamable HTTP)")
+    s.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8765)
+    s.add_argument("--token-file", default=str(default_token_file()), help="bearer tokens for --http")
+    s.add_argument("--keep-sandboxes", action="store_true", help="leave sandboxes running when the server stops")
+    s.set_defaults(func=cmd_serve)
+
+    img = sub.add_parser("image", help="the sandbox image").add_subparsers(dest="image_command", required=True)
+    b = img.add_parser("build", help="build the sandbox image (with progress)")
+    b.add_argument("--no-cache", action="store_true")
+    b.add_argument("--base", default=None, help="base image (default: debian:bookworm-slim, made locally if needed)")
+    b.add_argument("--if-needed", action="store_true", help="only when missing or out of date")
+    b.set_defaults(func=cmd_image_build)
+
+    sub.add_parser("ls", help="list the sandboxes of this namespace").set_defaults(func=cmd_ls)
+    r = sub.add_parser("rm", help="remove sandboxes (container and workspace)")
+    r.add_argument("sandbox_ids", nargs="*")
+    r.add_argument("--all", action="store_true")
+    r.add_argument("--force", action="store_true", help="also those a running server manages")
+    r.set_defaults(func=cmd_rm)
+
+    sub.add_parser("doctor", help="check that everything needed is in place").set_defaults(func=cmd_doctor)
+
+    t = sub.add_parser("token", help="bearer tokens for the HTTP transport").add_subparsers(
+        dest="token_command", required=True
+    )
+    ta = t.add_parser("add", help="create a token for an owner (printed once)")
+    ta.add_argument("owner")
+    ta.add_argument("--token-file", default=str(default_token_file()))
+    ta.set_defaults(func=cmd_token_add)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logs.setup(args.log_level)
+    try:
+        return int(args.func(args) or 0)
+    except BoxwrightError as exc:
+        print(f"error: {exc.message} [{exc.code.value}]\nhint: {exc.hint}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

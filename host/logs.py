@@ -1,0 +1,18 @@
+"""Logging to stderr (stdout is the MCP stdio channel), one format for every command."""
+
+import logging
+import os
+import sys
+
+
+def setup(level: str | None = None) -> None:
+    level = (level or os.environ.get("BOXWRIGHT_LOG_LEVEL") or "INFO").upper()
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    # Library chatter (HTTP request lines, SDK internals) stays out unless debugging.
+    for noisy in ("httpx", "httpcore", "mcp", "docker", "urllib3", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))

@@ -1,0 +1,61 @@
+"""Tools that forward one RPC method to a sandbox: input = the method's params + sandboxId."""
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field, create_model
+
+from host.agent_client import TRANSPORT_MARGIN_S
+from host.mcp.registry import Invocation, ToolOutput, ToolSpec
+from host.sandboxes.manager import SandboxManager
+from rpc.methods import Method
+
+# Time the tool layer keeps for itself beyond the RPC deadline: its backstop fires last.
+TOOL_MARGIN_S = 3.0
+
+SANDBOX_ID_DOC = "Sandbox to act on. Optional when you have one sandbox or created one in this session (the default)."
+
+
+def with_sandbox_id(params: type[BaseModel], tool_name: str) -> type[BaseModel]:
+    """The tool's input model: the RPC params model plus an optional sandboxId (schemas stay derived)."""
+    model_name = "".join(part.title() for part in tool_name.split("_")) + "Args"
+    return create_model(
+        model_name,
+        __base__=params,
+        sandboxId=(str | None, Field(None, min_length=1, max_length=64, description=SANDBOX_ID_DOC)),
+    )
+
+
+def forward_tool(
+    manager: SandboxManager,
+    name: str,
+    method: Method[Any, Any],
+    *,
+    description: str,
+    summary: Callable[[Any, Any], str],
+    annotations: ToolAnnotations,
+    title: str | None = None,
+) -> ToolSpec[Any]:
+    input_model = with_sandbox_id(method.params, name)
+
+    async def handler(inv: Invocation[Any]) -> ToolOutput:
+        params = method.params.model_validate(inv.args.model_dump(exclude={"sandboxId"}, exclude_unset=True))
+        rec, result = await manager.call(
+            inv.caller, inv.args.sandboxId, method, params, inv.deadline.child(TOOL_MARGIN_S)
+        )
+        return ToolOutput(result=result, summary=f"{name} ok: {summary(params, result)}", sandbox_id=rec.id)
+
+    def budget_s(args: Any) -> float:
+        return method.budget_ms(args) / 1000 + TRANSPORT_MARGIN_S + TOOL_MARGIN_S
+
+    return ToolSpec(
+        name=name,
+        title=title,
+        description=description,
+        input=input_model,
+        output=method.result,
+        handler=handler,
+        budget_s=budget_s,
+        annotations=annotations,
+    )

@@ -1,0 +1,130 @@
+"""The one wrapper every tool goes through.
+
+It validates arguments against the tool's pydantic model (so a missing or ill-typed argument is
+INVALID_PARAMETER with a hint, not the SDK's raw dump), resolves the caller, opens the tool-level
+deadline (the outermost backstop), translates every failure into the uniform error body, and logs
+one line per call — tool, duration, sandbox, outcome — without arguments or contents.
+"""
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Generic, TypeVar
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.types import CallToolResult, ContentBlock, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from host.mcp.results import failure, success
+from host.sandboxes.models import Caller
+from rpc.deadline import Deadline
+from rpc.errors import BoxwrightError, ErrorCode
+
+log = logging.getLogger("boxwright.tools")
+
+I = TypeVar("I", bound=BaseModel)  # noqa: E741
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    result: BaseModel
+    summary: str
+    sandbox_id: str | None = None
+    extra: Sequence[ContentBlock] = ()
+
+
+@dataclass(frozen=True)
+class Invocation(Generic[I]):
+    args: I
+    caller: Caller
+    deadline: Deadline
+    ctx: Context
+
+
+@dataclass(frozen=True)
+class ToolSpec(Generic[I]):
+    name: str
+    description: str
+    input: type[I]
+    output: type[BaseModel]
+    handler: Callable[[Invocation[I]], Awaitable[ToolOutput]]
+    budget_s: Callable[[I], float]
+    annotations: ToolAnnotations = field(default_factory=ToolAnnotations)
+    title: str | None = None
+
+
+class _RawArguments(ArgModelBase):
+    """Lets every argument through to our own validation (see module docstring)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"arguments": dict(self.__pydantic_extra__ or {})}
+
+
+def invalid_arguments(exc: ValidationError) -> BoxwrightError:
+    """Field names and messages only: rejected values may be secrets or file contents."""
+    errors = [{"field": ".".join(str(p) for p in e["loc"]) or "(arguments)", "message": e["msg"]} for e in exc.errors()]
+    listing = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+    return BoxwrightError(
+        ErrorCode.INVALID_PARAMETER,
+        f"invalid arguments — {listing}",
+        hint="fix the named arguments (the tool's inputSchema lists what it accepts) and call again",
+        details={"errors": errors},
+    )
+
+
+def build_tool(spec: ToolSpec[Any], resolve_caller: Callable[[Context], Caller]) -> Tool:
+    async def _call(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+        started = time.monotonic()
+        sandbox_id = arguments.get("sandboxId") if isinstance(arguments.get("sandboxId"), str) else None
+        caller: Caller | None = None
+        outcome = "ok"
+        try:
+            try:
+                args = spec.input.model_validate(arguments)
+            except ValidationError as exc:
+                raise invalid_arguments(exc) from None
+            caller = resolve_caller(ctx)
+            deadline = Deadline.after(spec.budget_s(args))
+            try:
+                async with deadline.timeout():
+                    out = await spec.handler(Invocation(args, caller, deadline, ctx))
+            except TimeoutError:
+                raise BoxwrightError(
+                    ErrorCode.TOOL_TIMEOUT, f"{spec.name} did not finish within {spec.budget_s(args):.0f}s"
+                ) from None
+            sandbox_id = out.sandbox_id or sandbox_id
+            return success(out.summary, out.result, out.extra)
+        except BoxwrightError as exc:
+            outcome = exc.code.value
+            sandbox_id = exc.details.get("sandboxId", sandbox_id)
+            return failure(spec.name, exc)
+        except Exception:
+            outcome = ErrorCode.INTERNAL_ERROR.value
+            log.exception("tool %s crashed", spec.name)
+            return failure(spec.name, BoxwrightError(ErrorCode.INTERNAL_ERROR, f"{spec.name} failed unexpectedly"))
+        finally:
+            log.info(
+                "tool=%s owner=%s sandbox=%s outcome=%s duration_ms=%d",
+                spec.name,
+                caller.owner if caller else "-",
+                sandbox_id or "-",
+                outcome,
+                (time.monotonic() - started) * 1000,
+            )
+
+    _call.__annotations__ = {
+        "arguments": dict[str, Any],
+        "ctx": Context,
+        "return": Annotated[CallToolResult, spec.output],
+    }
+    tool = Tool.from_function(
+        _call, name=spec.name, title=spec.title, description=spec.description, annotations=spec.annotations
+    )
+    tool.parameters = spec.input.model_json_schema()
+    tool.fn_metadata.arg_model = _RawArguments
+    return tool

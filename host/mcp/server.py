@@ -1,0 +1,88 @@
+"""Builds the MCPServer and runs it over stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from host import __version__
+from host.mcp.auth import BearerAuthMiddleware, TokenStore
+from host.mcp.caller import CallerResolver
+from host.mcp.registry import ToolSpec, build_tool
+from host.mcp.tools import code, files, sandbox
+from host.services import Services
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """\
+Boxwright gives you disposable, isolated computers (sandboxes). Call sandbox_create first; later \
+tools act on that sandbox unless you pass another sandboxId. Run code with code_run (python or \
+bash; background=true for servers), move data with file_read/file_write/file_list (paths relative \
+to /workspace), and destroy the sandbox with sandbox_destroy when done. Every result starts with a \
+one-line summary followed by JSON; errors carry errorCode and recoverHint — follow the hint."""
+
+
+def tool_specs(services: Services) -> list[ToolSpec]:
+    m = services.manager
+    return [*sandbox.tools(m), *code.tools(m), *files.tools(m)]
+
+
+def build_server(services: Services, resolver: CallerResolver) -> MCPServer:
+    tools = [build_tool(spec, resolver) for spec in tool_specs(services)]
+    return MCPServer("boxwright", title="Boxwright", version=__version__, instructions=INSTRUCTIONS, tools=tools)
+
+
+async def serve_stdio(services: Services) -> None:
+    server = build_server(services, CallerResolver("stdio"))
+    async with services.running():
+        await server.run_stdio_async()
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) -> tuple[Starlette, MCPServer]:
+    server = build_server(services, CallerResolver("http", tokens=tokens if len(tokens) else None))
+    security = None
+    if not _is_loopback(host):
+        allowed = [f"{host}:{port}", host]
+        security = TransportSecuritySettings(allowed_hosts=allowed, allowed_origins=[f"http://{h}" for h in allowed])
+    app = server.streamable_http_app(streamable_http_path="/mcp", host=host, transport_security=security)
+
+    async def healthz(_: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    app.add_route("/healthz", healthz, methods=["GET"])
+    if len(tokens):
+        app.add_middleware(BearerAuthMiddleware, tokens=tokens)
+    return app, server
+
+
+async def serve_http(services: Services, *, host: str, port: int, tokens: TokenStore) -> None:
+    if not len(tokens):
+        if not _is_loopback(host):
+            raise SystemExit(
+                f"refusing to serve on {host} without authentication: create a token with `boxwright token add <owner>`"
+            )
+        log.warning(
+            "no bearer tokens configured: any local process can use this server "
+            "(create one with `boxwright token add <owner>` to require tokens)"
+        )
+    app, _ = http_app(services, host=host, port=port, tokens=tokens)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    async with services.running():
+        log.info("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
+        await uvicorn.Server(config).serve()

@@ -1,0 +1,1 @@
+"""Tool definitions, one module per capability."""

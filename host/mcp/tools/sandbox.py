@@ -1,0 +1,110 @@
+"""Sandbox lifecycle tools, served by the host itself (no RPC)."""
+
+import time
+
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from host.mcp.forward import SANDBOX_ID_DOC
+from host.mcp.registry import Invocation, ToolOutput, ToolSpec
+from host.sandboxes.manager import SandboxManager
+from host.sandboxes.models import SandboxView
+
+
+class SandboxCreateArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$", description="Optional label to recognise it by"
+    )
+    ttlSeconds: int | None = Field(
+        None, ge=60, le=7 * 24 * 3600, description="Destroy automatically after this many seconds (capped by server)"
+    )
+
+
+class SandboxCreateResult(SandboxView):
+    startupMs: int = Field(description="Time from request to ready")
+
+
+class SandboxDestroyArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sandboxId: str | None = Field(None, min_length=1, max_length=64, description=SANDBOX_ID_DOC)
+
+
+class SandboxDestroyResult(BaseModel):
+    sandboxId: str
+    destroyed: bool
+
+
+class SandboxListArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SandboxListResult(BaseModel):
+    sandboxes: list[SandboxView]
+    defaultSandboxId: str | None = Field(None, description="Used when a tool call omits sandboxId")
+
+
+def tools(manager: SandboxManager) -> list[ToolSpec]:
+    startup_s = manager.settings.startup_timeout_s
+
+    async def create(inv: Invocation[SandboxCreateArgs]) -> ToolOutput:
+        started = time.monotonic()
+        rec = await manager.create(inv.caller, name=inv.args.name, ttl_s=inv.args.ttlSeconds)
+        view = rec.view(is_default=True).model_dump()
+        result = SandboxCreateResult(**view, startupMs=int((time.monotonic() - started) * 1000))
+        return ToolOutput(result, f"sandbox_create ok: {rec.id} {rec.status.value}", sandbox_id=rec.id)
+
+    async def destroy(inv: Invocation[SandboxDestroyArgs]) -> ToolOutput:
+        rec = await manager.destroy(inv.caller, inv.args.sandboxId)
+        result = SandboxDestroyResult(sandboxId=rec.id, destroyed=True)
+        return ToolOutput(result, f"sandbox_destroy ok: {rec.id}", sandbox_id=rec.id)
+
+    async def list_(inv: Invocation[SandboxListArgs]) -> ToolOutput:
+        default = manager.default_id(inv.caller)
+        mine = manager.list(inv.caller)
+        if default is None and len(mine) == 1:
+            default = mine[0].id
+        views = [r.view(is_default=r.id == default) for r in mine]
+        return ToolOutput(
+            SandboxListResult(sandboxes=views, defaultSandboxId=default), f"sandbox_list ok: {len(views)} sandboxes"
+        )
+
+    return [
+        ToolSpec(
+            name="sandbox_create",
+            title="Create a sandbox",
+            description=(
+                "Create a fresh, isolated sandbox: a Docker container with a workspace (/workspace), Python, "
+                "Bash and a Chromium browser. Returns sandboxId and status. It becomes your default sandbox, "
+                "so later tools may omit sandboxId. It is destroyed automatically after ttlSeconds."
+            ),
+            input=SandboxCreateArgs,
+            output=SandboxCreateResult,
+            handler=create,
+            # The image may still be building on first use; the manager bounds start-up itself.
+            budget_s=lambda _: 1800 + startup_s,
+            annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False),
+        ),
+        ToolSpec(
+            name="sandbox_destroy",
+            title="Destroy a sandbox",
+            description="Destroy a sandbox and everything in it (processes, files, browser). Cannot be undone.",
+            input=SandboxDestroyArgs,
+            output=SandboxDestroyResult,
+            handler=destroy,
+            budget_s=lambda _: 60,
+            annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False),
+        ),
+        ToolSpec(
+            name="sandbox_list",
+            title="List your sandboxes",
+            description="List your sandboxes with their status, expiry, and which one is the default.",
+            input=SandboxListArgs,
+            output=SandboxListResult,
+            handler=list_,
+            budget_s=lambda _: 10,
+            annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+        ),
+    ]

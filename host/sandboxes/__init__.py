@@ -1,0 +1,1 @@
+"""Sandbox lifecycle: the manager, its records, and ownership locks."""

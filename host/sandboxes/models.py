@@ -1,0 +1,73 @@
+"""What the host knows about a sandbox, and the views of it that tools and the CLI return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from host.agent_client import AgentEndpoint
+
+TrustLevel = Literal["local", "remote"]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the owner sees only their own sandboxes; `session` scopes the default sandbox."""
+
+    owner: str
+    session: str = "default"
+    trust: TrustLevel = "local"
+
+
+class SandboxStatus(StrEnum):
+    STARTING = "starting"
+    RUNNING = "running"
+    PAUSED = "paused"
+    EXITED = "exited"
+    DESTROYING = "destroying"
+
+
+@dataclass
+class SandboxRecord:
+    id: str
+    owner: str
+    name: str | None
+    image: str
+    created_at: datetime
+    expires_at: datetime
+    token: str = field(repr=False)
+    status: SandboxStatus = SandboxStatus.STARTING
+    container_id: str | None = None
+    endpoint: AgentEndpoint | None = None
+    adopted: bool = False
+    last_used: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def view(self, *, is_default: bool = False) -> SandboxView:
+        return SandboxView(
+            sandboxId=self.id,
+            name=self.name,
+            status=self.status.value,
+            createdAt=iso(self.created_at),
+            expiresAt=iso(self.expires_at),
+            image=self.image,
+            isDefault=is_default,
+        )
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class SandboxView(BaseModel):
+    sandboxId: str
+    name: str | None = None
+    status: str = Field(description="starting | running | paused | exited | destroying")
+    createdAt: str
+    expiresAt: str = Field(description="When the sandbox is destroyed automatically (TTL)")
+    image: str
+    workspace: str = "/workspace"
+    isDefault: bool = Field(False, description="Used when a tool call omits sandboxId")

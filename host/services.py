@@ -1,0 +1,78 @@
+"""The host's object graph — settings, Docker backend, image, sandbox manager — and its background
+work (TTL reaper, image pre-build). Every entry point (stdio, HTTP, CLI, tests) runs inside
+`Services.running()`, so sandboxes are reconciled on start and cleaned up on stop exactly once."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+import anyio.to_thread
+
+from host.backends.docker_backend import DockerBackend
+from host.config import Settings
+from host.image.builder import ensure_image
+from host.sandboxes.manager import SandboxManager
+from rpc.errors import BoxwrightError, ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+class ImageProvider:
+    """Builds (or checks) the sandbox image once per process; concurrent callers share the result."""
+
+    def __init__(self, backend: DockerBackend, progress: Callable[[str], None]) -> None:
+        self._backend = backend
+        self._progress = progress
+        self._lock = anyio.Lock()
+        self._tag: str | None = None
+
+    async def ensure(self) -> str:
+        if self._tag is not None:
+            return self._tag
+        async with self._lock:
+            if self._tag is None:
+                try:
+                    self._tag = await anyio.to_thread.run_sync(
+                        lambda: ensure_image(self._backend.client, progress=self._progress)
+                    )
+                except BoxwrightError:
+                    raise
+                except Exception as exc:
+                    raise BoxwrightError(
+                        ErrorCode.IMAGE_BUILD_FAILED, f"building the sandbox image failed: {exc}"
+                    ) from exc
+            return self._tag
+
+
+class Services:
+    def __init__(self, settings: Settings, *, prebuild_image: bool = True) -> None:
+        self.settings = settings
+        self.backend = DockerBackend(settings)
+        self.image = ImageProvider(self.backend, progress=lambda line: log.info("image: %s", line))
+        self.manager = SandboxManager(settings, self.backend, image_provider=self.image.ensure)
+        self._prebuild = prebuild_image
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Services]:
+        await self.manager.start()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.manager.run_reaper)
+                if self._prebuild:
+                    tg.start_soon(self._prebuild_image)
+                try:
+                    yield self
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            await self.manager.close()
+
+    async def _prebuild_image(self) -> None:
+        """Start building at server start, so the first sandbox_create does not wait as long."""
+        try:
+            await self.image.ensure()
+        except BoxwrightError as exc:
+            log.error("sandbox image is not available: %s (%s)", exc.message, exc.hint)

@@ -1,0 +1,121 @@
+"""A sandbox started by testcontainers, hardened like the ones the MCP server starts, driven by a
+typed synchronous JSON-RPC client. Needs `TESTCONTAINERS_RYUK_DISABLED=true` where the Ryuk
+image cannot be pulled (air-gapped machines)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import secrets
+import time
+from typing import Any, Self
+
+import httpx
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.wait_strategies import HttpWaitStrategy
+
+from host.agent_client import decode_response, encode_request
+from host.backends.docker_backend import AGENT_UID, CODE_RUNNER_CMD, RUNNER_UID
+from rpc import methods
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.methods import Method, P, R
+from rpc.models.code import CodeRunParams, CodeRunResult
+from rpc.models.files import (
+    FileListParams,
+    FileListResult,
+    FileReadParams,
+    FileReadResult,
+    FileWriteParams,
+    FileWriteResult,
+)
+from rpc.models.sandbox import Health
+
+AGENT_PORT = 8080
+SANDBOX_GID = 1500
+
+
+class BoxwrightContainer(DockerContainer):
+    def __init__(self, image: str = "boxwright-sandbox:latest", *, mem_limit: str = "1g", **kwargs: Any) -> None:
+        super().__init__(image, **kwargs)
+        self.token = secrets.token_urlsafe(32)
+        self.with_env("BOXWRIGHT_TOKEN_SHA256", hashlib.sha256(self.token.encode()).hexdigest())
+        # Loopback only: the agent port must never be reachable from the network.
+        self.ports[f"{AGENT_PORT}/tcp"] = ("127.0.0.1", None)  # type: ignore[assignment]
+        self.tmpfs.update(
+            {
+                "/tmp": "rw,nosuid,nodev,size=256m,mode=1777",
+                "/home/agent": f"rw,nosuid,nodev,size=256m,uid={AGENT_UID},gid={AGENT_UID},mode=0700",
+                "/home/runner": f"rw,nosuid,nodev,size=256m,uid={RUNNER_UID},gid={RUNNER_UID},mode=0700",
+                "/run/boxwright": "rw,nosuid,nodev,noexec,size=1m,mode=1777",
+                "/workspace": f"rw,nosuid,nodev,size=512m,uid={RUNNER_UID},gid={SANDBOX_GID},mode=2775",
+            }
+        )
+        self.with_kwargs(
+            user="agent",
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges:true"],
+            shm_size="256m",
+            pids_limit=512,
+            mem_limit=mem_limit,
+            labels={"io.boxwright.testcontainer": "1"},
+        )
+        self.waiting_for(HttpWaitStrategy(AGENT_PORT, "/healthz").for_status_code(200))
+        self._http: httpx.Client | None = None
+        self._ids = itertools.count(1)
+
+    def start(self) -> Self:
+        super().start()
+        self.get_wrapped_container().exec_run(CODE_RUNNER_CMD, user="runner", detach=True)
+        deadline = time.monotonic() + 30
+        while not self.health().codeRunnerReady:
+            if time.monotonic() > deadline:
+                raise BoxwrightError(ErrorCode.SANDBOX_START_TIMEOUT, "the code runner did not come up")
+            time.sleep(0.05)
+        return self
+
+    def stop(self, force: bool = True, delete_volume: bool = True) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+        super().stop(force=force, delete_volume=delete_volume)
+
+    @property
+    def base_url(self) -> str:
+        host = self.get_container_host_ip()
+        host = "127.0.0.1" if host == "localhost" else host
+        return f"http://{host}:{self.get_exposed_port(AGENT_PORT)}"
+
+    @property
+    def http(self) -> httpx.Client:
+        if self._http is None:
+            self._http = httpx.Client(base_url=self.base_url, trust_env=False, timeout=None)
+        return self._http
+
+    def health(self) -> Health:
+        return Health.model_validate(self.http.get("/healthz", timeout=5).json())
+
+    def call(self, method: Method[P, R], params: P, *, timeout_s: float | None = None) -> R:
+        """One typed RPC; errors raise BoxwrightError with the agent's errorCode."""
+        budget_ms = int(timeout_s * 1000) if timeout_s else method.budget_ms(params)
+        body = encode_request(method, params, budget_ms, next(self._ids))
+        try:
+            resp = self.http.post(
+                "/rpc", json=body, headers={"Authorization": f"Bearer {self.token}"}, timeout=budget_ms / 1000 + 5
+            )
+        except httpx.TimeoutException as exc:
+            raise BoxwrightError(ErrorCode.RPC_TIMEOUT, f"{method.name} did not answer in time") from exc
+        return decode_response(method, resp)
+
+    # Conveniences for the common calls.
+    def run_code(self, code: str, language: str = "python", **kwargs: Any) -> CodeRunResult:
+        return self.call(methods.CODE_RUN, CodeRunParams(language=language, code=code, **kwargs))  # type: ignore[arg-type]
+
+    def write_file(self, path: str, content: str, **kwargs: Any) -> FileWriteResult:
+        return self.call(methods.FILE_WRITE, FileWriteParams(path=path, content=content, **kwargs))
+
+    def read_file(self, path: str, **kwargs: Any) -> FileReadResult:
+        return self.call(methods.FILE_READ, FileReadParams(path=path, **kwargs))
+
+    def list_files(self, path: str = ".", **kwargs: Any) -> FileListResult:
+        return self.call(methods.FILE_LIST, FileListParams(path=path, **kwargs))

@@ -1,0 +1,110 @@
+"""Integration tests: a real Docker engine, the real sandbox image, the real MCP SDK client.
+
+Every test server runs in its own namespace (BOXWRIGHT_NAMESPACE) and state dir, so tests never
+touch a developer's sandboxes, and whatever a test leaves behind is removed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import httpx
+import pytest
+
+from host import labels
+
+BOXWRIGHT = str(Path(sys.executable).with_name("boxwright"))
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> docker.DockerClient:
+    return docker.from_env(timeout=120)
+
+
+@pytest.fixture(scope="session")
+def namespace(docker_client: docker.DockerClient) -> Iterator[str]:
+    ns = f"test-{secrets.token_hex(4)}"
+    yield ns
+    # Safety net: nothing of this run may outlive it.
+    for c in docker_client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={ns}"}):
+        c.remove(force=True)
+    for v in docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}):
+        v.remove(force=True)
+    for n in docker_client.networks.list(names=[f"boxwright-{ns}"]):
+        n.remove()
+
+
+@pytest.fixture(scope="session")
+def image(boxwright_image: str) -> str:
+    return boxwright_image
+
+
+@pytest.fixture(scope="session")
+def server_env(namespace: str, image: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    state = tmp_path_factory.mktemp("state")
+    env = dict(os.environ)
+    env.update(
+        BOXWRIGHT_NAMESPACE=namespace,
+        BOXWRIGHT_STATE_DIR=str(state),
+        BOXWRIGHT_IMAGE=image,
+        BOXWRIGHT_LOG_LEVEL="INFO",
+        XDG_CONFIG_HOME=str(state / "config"),
+    )
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class HttpServer:
+    def __init__(self, env: dict[str, str], log_path: Path, extra: list[str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log_path = log_path
+        self._log = log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [BOXWRIGHT, "serve", "--http", "--port", str(self.port), *(extra or [])],
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"HTTP server did not start:\n{log_path.read_text()}")
+            time.sleep(0.1)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def http_server(server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    server = HttpServer(server_env, tmp_path_factory.mktemp("http") / "server.log")
+    yield server
+    server.stop()

@@ -1,0 +1,113 @@
+"""The tool wrapper: uniform errors, validation, timeouts, and the summary-then-JSON shape.
+
+Uses the real MCP SDK client in-process against toy tools (pure logic; no sandbox involved).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel, ConfigDict, Field
+
+from host.mcp.caller import CallerResolver
+from host.mcp.registry import Invocation, ToolOutput, ToolSpec, build_tool
+from rpc.errors import BoxwrightError, ErrorCode
+
+
+class EchoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(min_length=1)
+    times: int = Field(1, ge=1, le=3)
+    secret: str | None = None
+
+
+class EchoResult(BaseModel):
+    text: str
+
+
+async def echo(inv: Invocation[EchoArgs]) -> ToolOutput:
+    if inv.args.text == "boom":
+        raise BoxwrightError(ErrorCode.FILE_NOT_FOUND, "no such thing", details={"path": "x"})
+    if inv.args.text == "crash":
+        raise RuntimeError("internal detail that must not leak")
+    if inv.args.text == "hang":
+        await asyncio.sleep(60)
+    return ToolOutput(EchoResult(text=inv.args.text * inv.args.times), summary="echo ok: done")
+
+
+def server() -> MCPServer:
+    spec = ToolSpec(
+        name="echo", description="echo", input=EchoArgs, output=EchoResult, handler=echo, budget_s=lambda _: 0.5
+    )
+    return MCPServer("t", tools=[build_tool(spec, CallerResolver("stdio"))])
+
+
+async def call(args: dict) -> tuple[bool, dict, str]:
+    async with Client(server()) as client:
+        r = await client.call_tool("echo", args)
+    return r.is_error, r.structured_content, r.content[0].text
+
+
+async def test_success_has_summary_line_then_the_same_json() -> None:
+    is_error, data, text = await call({"text": "ab", "times": 2})
+    assert not is_error
+    assert data == {"text": "abab"}
+    first, rest = text.split("\n", 1)
+    assert first == "echo ok: done"
+    assert json.loads(rest) == data
+
+
+async def test_schemas_are_derived_from_models() -> None:
+    async with Client(server()) as client:
+        tool = (await client.list_tools()).tools[0]
+    assert tool.input_schema["properties"]["times"]["maximum"] == 3
+    assert tool.input_schema["required"] == ["text"]
+    assert tool.output_schema["properties"]["text"]["type"] == "string"
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [({}, "text"), ({"text": 5}, "text"), ({"text": "a", "times": 9}, "times"), ({"text": "a", "bogus": 1}, "bogus")],
+)
+async def test_bad_arguments_are_invalid_parameter_with_field_and_hint(args: dict, field: str) -> None:
+    is_error, data, text = await call(args)
+    assert is_error
+    assert data["errorCode"] == "INVALID_PARAMETER"
+    assert data["recoverHint"]
+    assert field in [e["field"] for e in data["details"]["errors"]]
+    assert text.startswith("echo failed: invalid arguments")
+
+
+async def test_rejected_values_are_not_echoed() -> None:
+    _, data, text = await call({"text": "", "secret": 12345})
+    assert "12345" not in json.dumps(data) and "12345" not in text
+
+
+async def test_domain_error_keeps_code_hint_details() -> None:
+    is_error, data, text = await call({"text": "boom"})
+    assert is_error
+    assert data == {
+        "error": "no such thing",
+        "errorCode": "FILE_NOT_FOUND",
+        "recoverHint": "check the path with file_list; paths are relative to the workspace",
+        "details": {"path": "x"},
+    }
+    assert text.splitlines()[1].startswith("hint: ")
+
+
+async def test_unexpected_exception_is_internal_error_without_leaking() -> None:
+    is_error, data, text = await call({"text": "crash"})
+    assert is_error and data["errorCode"] == "INTERNAL_ERROR"
+    assert "internal detail" not in text
+
+
+async def test_tool_backstop_turns_a_hang_into_tool_timeout() -> None:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    is_error, data, _ = await call({"text": "hang"})
+    assert is_error and data["errorCode"] == "TOOL_TIMEOUT"
+    assert loop.time() - started < 5
