@@ -24,6 +24,7 @@ class ErrorCode(StrEnum):
     TAB_NOT_FOUND = "TAB_NOT_FOUND"
     TAB_LIMIT_REACHED = "TAB_LIMIT_REACHED"
     PAGE_CRASHED = "PAGE_CRASHED"
+    DIALOG_PENDING = "DIALOG_PENDING"
     INVALID_PARAMETER = "INVALID_PARAMETER"
     EXECUTION_ERROR = "EXECUTION_ERROR"
     OPERATION_TIMEOUT = "OPERATION_TIMEOUT"
@@ -84,6 +85,7 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     ErrorCode.TAB_NOT_FOUND: "call browser_tabs with action 'list' to see the open tabs",
     ErrorCode.TAB_LIMIT_REACHED: "close tabs you no longer need with browser_tabs action 'close'",
     ErrorCode.PAGE_CRASHED: "the page crashed and was replaced by a fresh one: navigate again",
+    ErrorCode.DIALOG_PENDING: "a dialog is open on this tab: answer it with browser_handle_dialog",
     ErrorCode.INVALID_PARAMETER: "fix the arguments named in details and call again",
     ErrorCode.EXECUTION_ERROR: "see details; the operation may be retried",
     ErrorCode.OPERATION_TIMEOUT: "the operation ran out of time: raise timeoutMs or do less per call",

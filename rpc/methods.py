@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from rpc.models import browser as b
 from rpc.models.base import Params, Result
 from rpc.models.code import (
     CodeRunParams,
@@ -55,6 +56,49 @@ FILE_READ = Method("file.read", FileReadParams, FileReadResult)
 FILE_WRITE = Method("file.write", FileWriteParams, FileWriteResult)
 FILE_LIST = Method("file.list", FileListParams, FileListResult)
 
+# Browser. Budgets come from each call's timeoutMs where it has one.
+BROWSER_GOTO = Method("browser.goto", b.GotoParams, b.GotoResult)
+BROWSER_BACK = Method("browser.back", b.HistoryParams, b.HistoryResult)
+BROWSER_FORWARD = Method("browser.forward", b.HistoryParams, b.HistoryResult)
+BROWSER_CLICK = Method("browser.click", b.ClickParams, b.ActionResult)
+BROWSER_TYPE = Method("browser.type", b.TypeParams, b.ActionResult)
+BROWSER_PRESS_KEY = Method("browser.press_key", b.PressKeyParams, b.ActionResult)
+BROWSER_HOVER = Method("browser.hover", b.HoverParams, b.ActionResult)
+BROWSER_SELECT_OPTION = Method("browser.select_option", b.SelectOptionParams, b.SelectOptionResult)
+BROWSER_SCROLL = Method("browser.scroll", b.ScrollParams, b.ScrollResult)
+BROWSER_SNAPSHOT = Method("browser.snapshot", b.SnapshotParams, b.SnapshotResult)
+BROWSER_SCREENSHOT = Method("browser.screenshot", b.ScreenshotParams, b.ScreenshotResult)
+BROWSER_WAIT_FOR_STABLE = Method("browser.wait_for_stable", b.WaitForStableParams, b.StabilityResult)
+BROWSER_PAGE_INFO = Method("browser.page_info", b.PageInfoParams, b.PageInfoResult)
+BROWSER_PAGE_CONTENT = Method("browser.page_content", b.PageContentParams, b.PageContentResult)
+BROWSER_TABS = Method("browser.tabs", b.TabsParams, b.TabsResult)
+BROWSER_SESSIONS = Method("browser.sessions", b.SessionsParams, b.SessionsResult, 15_000)
+BROWSER_HANDLE_DIALOG = Method("browser.handle_dialog", b.HandleDialogParams, b.HandleDialogResult, 10_000)
+BROWSER_EVALUATE = Method("browser.evaluate", b.EvaluateParams, b.EvaluateResult)
+BROWSER_CONSOLE = Method("browser.console", b.ConsoleParams, b.ConsoleResult, 10_000)
+
+BROWSER: tuple[Method, ...] = (
+    BROWSER_GOTO,
+    BROWSER_BACK,
+    BROWSER_FORWARD,
+    BROWSER_CLICK,
+    BROWSER_TYPE,
+    BROWSER_PRESS_KEY,
+    BROWSER_HOVER,
+    BROWSER_SELECT_OPTION,
+    BROWSER_SCROLL,
+    BROWSER_SNAPSHOT,
+    BROWSER_SCREENSHOT,
+    BROWSER_WAIT_FOR_STABLE,
+    BROWSER_PAGE_INFO,
+    BROWSER_PAGE_CONTENT,
+    BROWSER_TABS,
+    BROWSER_SESSIONS,
+    BROWSER_HANDLE_DIALOG,
+    BROWSER_EVALUATE,
+    BROWSER_CONSOLE,
+)
+
 ALL: tuple[Method, ...] = (
     SANDBOX_INFO,
     CODE_RUN,
@@ -64,6 +108,7 @@ ALL: tuple[Method, ...] = (
     FILE_READ,
     FILE_WRITE,
     FILE_LIST,
+    *BROWSER,
 )
 BY_NAME: dict[str, Method] = {m.name: m for m in ALL}
 

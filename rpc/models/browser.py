@@ -1,0 +1,303 @@
+"""browser.* methods: sessions (isolated contexts), tabs, element refs, snapshots and actions.
+
+Addressing: every method takes optional `sessionId` and `tabId`. Without them it acts on the
+sandbox's default session and that session's active tab; with a `tabId` it acts on that tab
+without changing which tab is active (templates drive several tabs at once this way).
+
+Element selectors are either a ref from the latest `browser.snapshot` of that tab (`ref_12`) or a
+CSS selector. A ref is bound to the document it was issued for: after a navigation, or once its
+element is gone, it is refused with STALE_REF — it never resolves to a different element.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from rpc.models.base import Params, Result
+
+MAX_TABS_PER_SESSION = 20
+MAX_SESSIONS = 10
+DEFAULT_ACTION_TIMEOUT_MS = 10_000
+DEFAULT_NAVIGATION_TIMEOUT_MS = 30_000
+MAX_BROWSER_TIMEOUT_MS = 120_000
+
+WaitUntil = Literal["load", "domcontentloaded", "networkidle", "commit"]
+
+
+class TabParams(Params):
+    sessionId: str | None = Field(None, max_length=64, description="Browser session; default session if omitted")
+    tabId: str | None = Field(None, max_length=64, description="Tab to act on; the active tab if omitted")
+
+
+class ElementParams(TabParams):
+    selector: str = Field(
+        min_length=1, max_length=2000, description="A ref from browser_snapshot (e.g. 'ref_12') or a CSS selector"
+    )
+    timeoutMs: int = Field(DEFAULT_ACTION_TIMEOUT_MS, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class TabResult(Result):
+    tabId: str
+    url: str
+    title: str
+
+
+# -- navigation -------------------------------------------------------------------------------
+class GotoParams(TabParams):
+    url: str = Field(min_length=1, max_length=8192, description="http(s), about:, data: or chrome: URL")
+    waitUntil: WaitUntil = Field("load", description="When navigation counts as done")
+    timeoutMs: int = Field(DEFAULT_NAVIGATION_TIMEOUT_MS, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class GotoResult(TabResult):
+    status: int | None = Field(None, description="HTTP status of the main document (null for about:/data:)")
+
+
+class HistoryParams(TabParams):
+    timeoutMs: int = Field(DEFAULT_NAVIGATION_TIMEOUT_MS, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class HistoryResult(TabResult):
+    navigated: bool = Field(description="False when there was no history entry to go to")
+
+
+# -- actions ----------------------------------------------------------------------------------
+class ClickParams(ElementParams):
+    button: Literal["left", "right", "middle"] = "left"
+    doubleClick: bool = False
+
+
+class ActionResult(TabResult):
+    navigated: bool = Field(False, description="The action started a navigation: refs from before are now stale")
+
+
+class TypeParams(ElementParams):
+    text: str = Field(max_length=100_000)
+    clear: bool = Field(True, description="Replace the field's content (false: append keystrokes)")
+    submit: bool = Field(False, description="Press Enter afterwards")
+
+
+class PressKeyParams(TabParams):
+    key: str = Field(min_length=1, max_length=64, description="e.g. 'Enter', 'Escape', 'Control+A', 'ArrowDown'")
+    selector: str | None = Field(None, max_length=2000, description="Focus this element first")
+    timeoutMs: int = Field(DEFAULT_ACTION_TIMEOUT_MS, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class HoverParams(ElementParams):
+    pass
+
+
+class SelectOptionParams(ElementParams):
+    values: list[str] = Field(min_length=1, max_length=100, description="Option values or labels to select")
+
+
+class SelectOptionResult(ActionResult):
+    selected: list[str] = Field(description="Values now selected")
+
+
+class ScrollParams(TabParams):
+    selector: str | None = Field(None, max_length=2000, description="Scroll this element into view")
+    direction: Literal["up", "down", "left", "right"] = "down"
+    amount: int | None = Field(None, ge=1, le=100_000, description="Pixels; one viewport if omitted")
+    timeoutMs: int = Field(DEFAULT_ACTION_TIMEOUT_MS, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class ScrollResult(TabResult):
+    scrollX: int
+    scrollY: int
+    atTop: bool
+    atBottom: bool
+
+
+# -- reading the page -------------------------------------------------------------------------
+class SnapshotParams(TabParams):
+    maxTextLen: int = Field(8000, ge=0, le=200_000, description="Cap on the page text returned")
+    maxElements: int = Field(300, ge=0, le=5000, description="Cap on the interactive elements returned")
+    timeoutMs: int = Field(10_000, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class SnapshotResult(TabResult):
+    text: str = Field(description="Visible text of the page, capped at maxTextLen")
+    elements: str = Field(description='One interactive element per line: [ref_12] button "Sign in"')
+    elementCount: int = Field(description="Interactive elements on the page (before the cap)")
+    truncated: bool = Field(description="text or elements were cut to respect the caps")
+
+
+class ScreenshotParams(TabParams):
+    fullPage: bool = Field(False, description="The whole scrollable page instead of the viewport")
+    selector: str | None = Field(None, max_length=2000, description="Only this element")
+    timeoutMs: int = Field(DEFAULT_ACTION_TIMEOUT_MS, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class ScreenshotResult(TabResult):
+    mimeType: Literal["image/png"] = "image/png"
+    width: int
+    height: int
+    sizeBytes: int
+    data: str = Field(description="Base64 PNG", repr=False)
+
+
+class WaitForStableParams(TabParams):
+    timeoutMs: int = Field(10_000, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+    quietMs: int = Field(500, ge=50, le=10_000, description="DOM and network must stay quiet this long")
+
+
+class StabilityResult(Result):
+    tabId: str
+    stable: bool
+    domStable: bool
+    networkPending: int
+    loadState: str
+    elapsedMs: int
+
+
+class PageInfoParams(TabParams):
+    maxElements: int = Field(50, ge=0, le=1000)
+    visibleOnly: bool = True
+    timeoutMs: int = Field(10_000, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class PageElement(Result):
+    ref: str
+    role: str
+    name: str = ""
+    value: str | None = None
+    disabled: bool = False
+    region: str | None = Field(None, description="Landmark the element sits in")
+
+
+class PageRegion(Result):
+    role: str = Field(description="banner, navigation, main, form, search, complementary, contentinfo, dialog…")
+    name: str = ""
+    elementCount: int = 0
+
+
+class PageSummary(Result):
+    url: str
+    title: str
+    type: str = Field(description="login, search, form, article, listing, error or other")
+    summary: str
+
+
+class DialogInfo(Result):
+    type: str
+    message: str
+    defaultValue: str | None = None
+
+
+class PageInfoResult(Result):
+    tabId: str
+    page: PageSummary
+    elements: list[PageElement]
+    totalElements: int
+    truncated: bool
+    regions: list[PageRegion]
+    intents: list[str] = Field(default_factory=list, description="What the page invites: login, search, submit…")
+    stability: StabilityResult | None = None
+    pendingDialog: DialogInfo | None = None
+
+
+class PageContentParams(TabParams):
+    maxLength: int = Field(4000, ge=100, le=200_000)
+    timeoutMs: int = Field(10_000, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class ContentSection(Result):
+    heading: str = ""
+    level: int = 0
+    text: str
+
+
+class PageContentResult(TabResult):
+    sections: list[ContentSection]
+    totalLength: int = Field(description="Characters of main text before the cap")
+    truncated: bool
+
+
+# -- tabs, sessions, dialogs, scripts, console ------------------------------------------------
+class TabsParams(Params):
+    sessionId: str | None = Field(None, max_length=64)
+    action: Literal["list", "new", "close", "select"] = "list"
+    tabId: str | None = Field(None, max_length=64, description="Tab to close or select")
+    url: str | None = Field(None, max_length=8192, description="For 'new': open this URL")
+    activate: bool = Field(True, description="For 'new': make it the active tab")
+    timeoutMs: int = Field(DEFAULT_NAVIGATION_TIMEOUT_MS, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class TabInfo(Result):
+    tabId: str
+    url: str
+    title: str
+    active: bool
+
+
+class TabsResult(Result):
+    sessionId: str
+    tabs: list[TabInfo]
+    activeTabId: str | None
+    tabId: str | None = Field(None, description="The tab the action created, closed or selected")
+
+
+class SessionsParams(Params):
+    action: Literal["list", "create", "close"] = "list"
+    sessionId: str | None = Field(None, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+
+
+class SessionInfo(Result):
+    sessionId: str
+    tabCount: int
+    isDefault: bool
+
+
+class SessionsResult(Result):
+    sessions: list[SessionInfo]
+    sessionId: str | None = Field(None, description="The session the action created or closed")
+
+
+class HandleDialogParams(TabParams):
+    accept: bool = True
+    promptText: str | None = Field(None, max_length=10_000)
+
+
+class HandleDialogResult(Result):
+    tabId: str
+    handled: DialogInfo
+
+
+class EvaluateParams(TabParams):
+    expression: str = Field(min_length=1, max_length=100_000, description="JavaScript expression or function body")
+    timeoutMs: int = Field(DEFAULT_ACTION_TIMEOUT_MS, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class EvaluateResult(Result):
+    tabId: str
+    value: Any = Field(None, description="JSON-serialisable result")
+    type: str
+
+
+class ConsoleParams(TabParams):
+    limit: int = Field(50, ge=1, le=500)
+    clear: bool = Field(False, description="Forget the returned entries")
+
+
+class ConsoleMessage(Result):
+    type: str
+    text: str
+    location: str | None = None
+    time: str
+
+
+class FailedRequest(Result):
+    url: str
+    method: str
+    failure: str
+    status: int | None = None
+    time: str
+
+
+class ConsoleResult(Result):
+    tabId: str
+    messages: list[ConsoleMessage]
+    failedRequests: list[FailedRequest]
