@@ -35,7 +35,7 @@ SUITE = "bookworm"
 # A pull that says nothing for this long is taken as hanging (a real pull reports progress every
 # few hundred ms); the total cap is a backstop. A pull that fails because no registry resolves
 # returns in well under a second.
-PULL_IDLE_TIMEOUT_S = float(os.environ.get("BOXWRIGHT_PULL_TIMEOUT", "60"))
+PULL_IDLE_TIMEOUT_S = 60.0  # BOXWRIGHT_PULL_TIMEOUT overrides
 PULL_TOTAL_TIMEOUT_S = 30 * 60.0
 
 _KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -54,7 +54,7 @@ _IMPORT_CHANGES = [
     'ENV PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"',
     'ENV LANG="C.UTF-8"',
     'CMD ["/bin/bash"]',
-    'LABEL io.boxwright.base="debootstrap --variant=minbase bookworm"',
+    'LABEL io.boxwright.debootstrap="--variant=minbase bookworm"',
 ]
 
 
@@ -84,7 +84,7 @@ def resolve_base_image(client: docker.DockerClient, wanted: str | None, *, progr
         raise ImageBuildError(
             IMAGE_BUILD_FAILED,
             f"base image {explicit} is not on the Docker engine and could not be pulled",
-            hint=f"Load it ('docker load' / 'docker pull') or unset BOXWRIGHT_BASE_IMAGE to let "
+            hint=f"Load it ('docker load' / 'docker pull'), or build without --base / BOXWRIGHT_BASE_IMAGE to let "
             f"Boxwright make {LOCAL_BASE_IMAGE} with debootstrap.",
             details={"baseImage": explicit},
         )
@@ -112,15 +112,16 @@ def pull_image(client: docker.DockerClient, ref: str, *, progress: Progress) -> 
         except Exception as exc:  # reported to the waiting thread, which decides
             events.put(("error", exc))
 
+    idle_timeout = float(os.environ.get("BOXWRIGHT_PULL_TIMEOUT") or PULL_IDLE_TIMEOUT_S)
     started = time.monotonic()
     threading.Thread(target=worker, name=f"boxwright-pull-{ref}", daemon=True).start()
     last_status = ""
     while True:
         remaining = PULL_TOTAL_TIMEOUT_S - (time.monotonic() - started)
         try:
-            kind, payload = events.get(timeout=max(0.1, min(PULL_IDLE_TIMEOUT_S, remaining)))
+            kind, payload = events.get(timeout=max(0.1, min(idle_timeout, remaining)))
         except queue.Empty:
-            progress(f"base image: pull of {ref} gave no news for {PULL_IDLE_TIMEOUT_S:.0f}s; giving up")
+            progress(f"base image: pull of {ref} gave no news for {idle_timeout:.0f}s; giving up")
             return False
         if kind == "error":
             progress(f"base image: pull of {ref} failed: {_one_line(payload)}")

@@ -29,6 +29,8 @@ from .build_context import DOCKERFILE, current_source_hash, find_ca_bundle, pack
 from .errors import IMAGE_BUILD_FAILED, IMAGE_NOT_FOUND, ImageBuildError
 from .source_hash import HASH_LABEL
 
+BASE_LABEL = "io.boxwright.base-image"
+
 Progress = Callable[[str], None]
 
 DEFAULT_IMAGE = "boxwright-sandbox:latest"
@@ -119,8 +121,10 @@ def _build_locked(client: docker.DockerClient, *, progress: Progress, no_cache: 
     tag = image_tag()
     started = time.monotonic()
     try:
-        previous_id = client.images.get(tag).id if image_exists(client, tag) else None
-        base = resolve_base_image(client, base_image, progress=progress)
+        previous = client.images.get(tag) if image_exists(client, tag) else None
+        previous_id = previous.id if previous is not None else None
+        base = base_image or _previous_base(client, previous, progress=progress)
+        base = resolve_base_image(client, base, progress=progress)
         src_hash = current_source_hash(root)
         ca_bundle = find_ca_bundle()
         if ca_bundle is not None:
@@ -132,7 +136,7 @@ def _build_locked(client: docker.DockerClient, *, progress: Progress, no_cache: 
                 context,
                 tag=tag,
                 buildargs={"BASE_IMAGE": base, "BOXWRIGHT_VERSION": _project_version(root)},
-                labels={HASH_LABEL: src_hash},
+                labels={HASH_LABEL: src_hash, BASE_LABEL: base},
                 no_cache=no_cache,
                 progress=progress,
             )
@@ -222,6 +226,20 @@ def _log_lines(stream: Any) -> Iterator[str]:
             yield f"{chunk.get('id', '')} {chunk['status']}".strip()
     if pending.strip():
         yield pending.rstrip()
+
+
+def _previous_base(client: docker.DockerClient, previous: Any, *, progress: Progress) -> str | None:
+    """The base the current image was built FROM, if the engine still has it.
+
+    A rebuild after a code change then neither tries a pull again (which may wait out its
+    timeout where registries hang) nor switches base and loses the layer cache.
+    """
+    labels = (previous.labels or {}) if previous is not None else {}
+    base = labels.get(BASE_LABEL)
+    if base and not os.environ.get("BOXWRIGHT_BASE_IMAGE") and image_exists(client, base):
+        progress(f"base image: {base} (the one the current image was built from)")
+        return base
+    return None
 
 
 def _project_version(root: Path) -> str:
