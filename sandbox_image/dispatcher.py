@@ -1,0 +1,202 @@
+"""The JSON-RPC dispatcher shared by the agent and the runner daemon.
+
+It owns everything between "a parsed request body" and "a response body": envelope checks,
+method lookup, params validation, the deadline, error translation and one log line per call.
+Feature modules only register handlers (`register(dispatcher, ...)`), so new features plug in
+without touching this file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from rpc.deadline import DEADLINE_FIELD, Deadline
+from rpc.envelope import RequestId, RpcError, RpcRequest, RpcResponse
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.methods import Method
+from rpc.models.base import Params, Result
+
+P = TypeVar("P", bound=Params)
+R = TypeVar("R", bound=Result)
+
+Handler = Callable[[P, Deadline], Awaitable[R]]
+
+# Handlers stop this much before the caller's deadline so the structured answer still arrives.
+DEFAULT_MARGIN_S = 0.25
+# ...but never more than this share of a small budget.
+MARGIN_SHARE = 0.1
+# A `deadlineMs` above this is treated as this (nothing legitimate waits a day).
+MAX_DEADLINE_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class _Registration:
+    method: Method[Any, Any]
+    handler: Handler[Any, Any]
+
+
+def field_errors(exc: ValidationError) -> list[dict[str, str]]:
+    """`[{field, message}]` from a pydantic error, without the rejected values (they may be secrets)."""
+    out: list[dict[str, str]] = []
+    for err in exc.errors(include_input=False, include_url=False, include_context=False):
+        field = ".".join(str(part) for part in err["loc"]) or "(root)"
+        out.append({"field": field, "message": err["msg"]})
+    return out
+
+
+def invalid_parameter(errors: list[dict[str, str]], method: str) -> BoxwrightError:
+    names = ", ".join(sorted({e["field"] for e in errors}))
+    return BoxwrightError(
+        ErrorCode.INVALID_PARAMETER,
+        f"invalid params for {method}: {names}",
+        details={"method": method, "errors": errors},
+    )
+
+
+def error_response(exc: BoxwrightError, request_id: RequestId = None) -> dict[str, Any]:
+    """A JSON-RPC error body for `exc` (used by the HTTP layer for 401/405/413 too)."""
+    return RpcResponse(id=request_id, error=RpcError.from_exception(exc)).to_wire()
+
+
+def parse_body(body: bytes) -> Any:
+    """JSON-decode a request body; anything undecodable is PARSE_ERROR, never an exception."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):  # JSONDecodeError, bad UTF-8, huge ints, absurd nesting
+        raise BoxwrightError(ErrorCode.PARSE_ERROR, "request body is not valid JSON") from None
+
+
+def _request_id(obj: Any) -> RequestId:
+    """The id to echo in an error, if the (possibly invalid) request has a usable one."""
+    if isinstance(obj, dict):
+        rid = obj.get("id")
+        if isinstance(rid, str | int) and not isinstance(rid, bool) and len(str(rid)) <= 256:
+            return rid
+    return None
+
+
+class Dispatcher:
+    """Method table + handlers; turns one decoded request into one response body."""
+
+    def __init__(self, name: str, *, margin_s: float = DEFAULT_MARGIN_S) -> None:
+        self.name = name
+        self.margin_s = margin_s
+        self.log = logging.getLogger(f"boxwright.{name}.rpc")
+        self._handlers: dict[str, _Registration] = {}
+
+    def register(self, method: Method[P, R], handler: Handler[P, R]) -> None:
+        """Serve `method` with `handler(params, deadline)`; each method has exactly one handler."""
+        if method.name in self._handlers:
+            raise ValueError(f"{method.name} is already registered with {self.name}")
+        self._handlers[method.name] = _Registration(method, handler)
+
+    @property
+    def method_names(self) -> list[str]:
+        return sorted(self._handlers)
+
+    async def dispatch_bytes(self, body: bytes, *, received_at: float | None = None) -> dict[str, Any]:
+        """Full pipeline from a raw body; `received_at` (monotonic) is when the request arrived."""
+        received_at = time.monotonic() if received_at is None else received_at
+        try:
+            obj = parse_body(body)
+        except BoxwrightError as exc:
+            self._log("-", None, exc.code.value, received_at)
+            return error_response(exc)
+        return await self.dispatch(obj, received_at=received_at)
+
+    async def dispatch(self, obj: Any, *, received_at: float | None = None) -> dict[str, Any]:
+        received_at = time.monotonic() if received_at is None else received_at
+        request_id = _request_id(obj)
+        method_name = "-"
+        try:
+            request = self._envelope(obj)
+            method_name = request.method
+            request_id = request.id
+            result = await self._call(request, received_at)
+        except BoxwrightError as exc:
+            self._log(method_name, request_id, exc.code.value, received_at)
+            return error_response(exc, request_id)
+        self._log(method_name, request_id, "ok", received_at)
+        return RpcResponse(id=request_id, result=result).to_wire()
+
+    def _envelope(self, obj: Any) -> RpcRequest:
+        if isinstance(obj, list):
+            raise BoxwrightError(
+                ErrorCode.INVALID_REQUEST,
+                "batch requests are not supported: send one JSON-RPC request per HTTP call",
+            )
+        if not isinstance(obj, dict):
+            raise BoxwrightError(ErrorCode.INVALID_REQUEST, "the request must be a JSON object")
+        try:
+            return RpcRequest.model_validate(obj)
+        except ValidationError as exc:
+            errors = field_errors(exc)
+            names = ", ".join(sorted({e["field"] for e in errors}))
+            raise BoxwrightError(
+                ErrorCode.INVALID_REQUEST,
+                f"not a valid JSON-RPC 2.0 request: {names}",
+                details={"errors": errors},
+            ) from None
+
+    def _deadline(self, method: Method[Any, Any], params: dict[str, Any], received_at: float) -> tuple[Deadline, int]:
+        raw = params.pop(DEADLINE_FIELD, None)
+        if raw is None:
+            budget_ms: float = method.default_timeout_ms
+        elif isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw) or raw < 0:
+            raise invalid_parameter(
+                [{"field": DEADLINE_FIELD, "message": "must be a non-negative number of milliseconds"}],
+                method.name,
+            )
+        else:
+            budget_ms = min(float(raw), MAX_DEADLINE_MS)
+        return Deadline(received_at + budget_ms / 1000.0), int(budget_ms)
+
+    async def _call(self, request: RpcRequest, received_at: float) -> Any:
+        registration = self._handlers.get(request.method)
+        if registration is None:
+            raise BoxwrightError(
+                ErrorCode.METHOD_NOT_FOUND,
+                f"unknown method {request.method!r}",
+                details={"method": request.method, "knownMethods": self.method_names},
+            )
+        method = registration.method
+        params = dict(request.params)
+        deadline, budget_ms = self._deadline(method, params, received_at)
+        try:
+            model = method.params.model_validate(params)
+        except ValidationError as exc:
+            raise invalid_parameter(field_errors(exc), method.name) from None
+
+        margin = min(self.margin_s, budget_ms / 1000.0 * MARGIN_SHARE)
+        inner = deadline.child(margin)
+        try:
+            async with inner.timeout():
+                result = await registration.handler(model, inner)
+            if not isinstance(result, method.result):
+                result = method.result.model_validate(result)
+            return result.model_dump(mode="json")
+        except BoxwrightError:
+            raise
+        except TimeoutError:
+            raise BoxwrightError(
+                ErrorCode.OPERATION_TIMEOUT,
+                f"{method.name} did not finish within its deadline of {budget_ms} ms",
+                details={"method": method.name, "deadlineMs": budget_ms},
+            ) from None
+        except Exception:
+            # The traceback stays in the log; the caller gets a generic message (no paths, no contents).
+            self.log.exception("handler for %s failed", method.name)
+            raise BoxwrightError(ErrorCode.INTERNAL_ERROR, f"internal error while handling {method.name}") from None
+
+    def _log(self, method: str, request_id: RequestId, outcome: str, received_at: float) -> None:
+        ms = int((time.monotonic() - received_at) * 1000)
+        rid = str(request_id)[:64] if request_id is not None else "-"
+        self.log.info("method=%s id=%s outcome=%s ms=%d", method, rid, outcome, ms)
