@@ -1,0 +1,38 @@
+"""Workspace file methods (file.read / file.write / file.list), run in the agent as user `agent`."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rpc.deadline import Deadline
+from rpc.methods import FILE_LIST, FILE_READ, FILE_WRITE
+from rpc.models.files import (
+    FileListParams,
+    FileListResult,
+    FileReadParams,
+    FileReadResult,
+    FileWriteParams,
+    FileWriteResult,
+)
+from sandbox_image.dispatcher import Dispatcher
+from sandbox_image.files.ops import list_dir, read_file, write_file
+from sandbox_image.files.workspace import Workspace
+
+__all__ = ["Workspace", "register"]
+
+
+def register(dispatcher: Dispatcher, workspace: Workspace) -> None:
+    """Serve the file methods; the syscalls run in a worker thread so the event loop never blocks on disk."""
+
+    async def read(params: FileReadParams, _deadline: Deadline) -> FileReadResult:
+        return await asyncio.to_thread(read_file, workspace, params)
+
+    async def write(params: FileWriteParams, _deadline: Deadline) -> FileWriteResult:
+        return await asyncio.to_thread(write_file, workspace, params)
+
+    async def list_(params: FileListParams, _deadline: Deadline) -> FileListResult:
+        return await asyncio.to_thread(list_dir, workspace, params)
+
+    dispatcher.register(FILE_READ, read)
+    dispatcher.register(FILE_WRITE, write)
+    dispatcher.register(FILE_LIST, list_)

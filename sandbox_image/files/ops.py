@@ -1,0 +1,341 @@
+"""file.read / file.write / file.list on top of the confined `Workspace` walk.
+
+Synchronous on purpose (plain syscalls); the handlers run them in a worker thread. Every file is
+opened relative to a held directory fd with O_NOFOLLOW|O_NONBLOCK and checked to be a regular
+file on the fd itself, so a FIFO or a last-moment symlink swap can neither hang nor misdirect us.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import errno
+import os
+import secrets
+import stat
+from collections import deque
+from contextlib import suppress
+from datetime import UTC, datetime
+
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.files import (
+    MAX_WRITE_BYTES,
+    FileEntry,
+    FileListParams,
+    FileListResult,
+    FileReadParams,
+    FileReadResult,
+    FileWriteParams,
+    FileWriteResult,
+)
+from sandbox_image.files.workspace import Target, Workspace, kind_of, os_error
+from sandbox_image.utf8 import complete_prefix_len, ends_inside_sequence, is_continuation
+
+_ATTEMPTS = 3  # re-resolve when the final component is swapped for a symlink under our feet
+_NEW_FILE_MODE = 0o666  # minus umask; the agent runs with 0002 so the runner (group sandbox) can edit
+
+
+def _not_regular(rel: str, st: os.stat_result) -> BoxwrightError:
+    if stat.S_ISDIR(st.st_mode):
+        return BoxwrightError(ErrorCode.NOT_A_FILE, f"{rel!r} is a directory", details={"path": rel})
+    return BoxwrightError(
+        ErrorCode.NOT_A_FILE,
+        f"{rel!r} is not a regular file ({kind_of(st.st_mode)})",
+        hint="only regular files can be read or written",
+        details={"path": rel},
+    )
+
+
+def _check_target_is_file(target: Target) -> None:
+    if target.name is None:
+        raise BoxwrightError(ErrorCode.NOT_A_FILE, f"{target.rel!r} is a directory", details={"path": target.rel})
+    if target.stat is not None and not stat.S_ISREG(target.stat.st_mode):
+        raise _not_regular(target.rel, target.stat)
+
+
+def _changing(path: str) -> BoxwrightError:
+    return BoxwrightError(ErrorCode.EXECUTION_ERROR, f"{path!r} kept changing while being opened; try again")
+
+
+def iso_utc(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------- read
+
+
+def _open_for_read(ws: Workspace, path: str) -> tuple[int, str]:
+    for _ in range(_ATTEMPTS):
+        with ws.locate(path) as target:
+            _check_target_is_file(target)
+            if target.stat is None:
+                raise BoxwrightError(ErrorCode.FILE_NOT_FOUND, f"{target.rel!r} does not exist", details={"path": path})
+            assert target.name is not None
+            try:
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+                fd = os.open(target.name, flags, dir_fd=target.dir_fd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:  # became a symlink after the walk: resolve it again
+                    continue
+                raise
+            return fd, target.rel
+    raise _changing(path)
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = os.pread(fd, size, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _text_part(fd: int, rel: str, data: bytes, offset: int, limit: int, eof: bool) -> tuple[bytes, str]:
+    """Cut `data` at a character boundary and decode it strictly."""
+    if offset > 0 and data and is_continuation(data[0]) and ends_inside_sequence(os.pread(fd, 3, max(0, offset - 3))):
+        raise BoxwrightError(
+            ErrorCode.INVALID_PARAMETER,
+            f"offset {offset} falls inside a multibyte UTF-8 character",
+            hint="continue from the nextOffset of the previous read, or read with encoding 'base64'",
+            details={"errors": [{"field": "offset", "message": "not at a character boundary"}]},
+        )
+    if not eof:
+        keep = complete_prefix_len(data)
+        if keep == 0 and data:
+            raise BoxwrightError(
+                ErrorCode.INVALID_PARAMETER,
+                f"limit {limit} is smaller than the UTF-8 character at offset {offset}",
+                hint="raise limit (4 bytes always hold a whole character)",
+                details={"errors": [{"field": "limit", "message": "too small for the character at offset"}]},
+            )
+        data = data[:keep]
+    try:
+        return data, data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BoxwrightError(
+            ErrorCode.NOT_TEXT,
+            f"{rel!r} is not UTF-8 text (invalid byte at offset {offset + exc.start})",
+            details={"path": rel, "invalidByteOffset": offset + exc.start},
+        ) from None
+
+
+def read_file(ws: Workspace, params: FileReadParams) -> FileReadResult:
+    try:
+        fd, rel = _open_for_read(ws, params.path)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise _not_regular(rel, st)
+            data = _pread(fd, params.limit, params.offset)
+            end = params.offset + len(data)
+            eof = len(data) < params.limit or end >= st.st_size
+            if params.encoding == "utf-8":
+                data, content = _text_part(fd, rel, data, params.offset, params.limit, eof)
+            else:
+                content = base64.b64encode(data).decode("ascii")
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise os_error(exc, params.path) from None
+    length = len(data)
+    return FileReadResult(
+        path=rel,
+        content=content,
+        encoding=params.encoding,
+        size=max(st.st_size, params.offset + length if length else 0),  # the file may grow while read
+        offset=params.offset,
+        length=length,
+        eof=eof,
+        nextOffset=None if eof else params.offset + length,
+    )
+
+
+# ---------------------------------------------------------------- write
+
+
+def decode_content(params: FileWriteParams) -> bytes:
+    """The bytes to write; INVALID_PARAMETER for bad base64 or unencodable text, FILE_TOO_LARGE over the cap."""
+    too_large = BoxwrightError(
+        ErrorCode.FILE_TOO_LARGE,
+        f"content exceeds the write limit of {MAX_WRITE_BYTES} bytes",
+        hint="write large files in parts with append: true",
+        details={"maxWriteBytes": MAX_WRITE_BYTES},
+    )
+    if params.encoding == "base64":
+        compact = "".join(params.content.split())
+        if len(compact) * 3 // 4 > MAX_WRITE_BYTES + 3:
+            raise too_large
+        try:
+            data = base64.b64decode(compact, validate=True)
+        except (binascii.Error, ValueError):
+            raise BoxwrightError(
+                ErrorCode.INVALID_PARAMETER,
+                "content is not valid base64",
+                details={"errors": [{"field": "content", "message": "invalid base64"}]},
+            ) from None
+    else:
+        try:
+            data = params.content.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BoxwrightError(
+                ErrorCode.INVALID_PARAMETER,
+                "content is not valid Unicode text (lone surrogate)",
+                hint="send binary data with encoding 'base64'",
+                details={"errors": [{"field": "content", "message": "not encodable as UTF-8"}]},
+            ) from None
+    if len(data) > MAX_WRITE_BYTES:
+        raise too_large
+    return data
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_dir(dir_fd: int) -> None:
+    fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _append(target: Target, data: bytes) -> int:
+    assert target.name is not None
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(target.name, flags, _NEW_FILE_MODE, dir_fd=target.dir_fd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular(target.rel, st)
+        _write_all(fd, data)
+        os.fsync(fd)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def _replace(target: Target, data: bytes) -> int:
+    """Atomic replace: temp file in the same directory, fsync, rename over, fsync the directory."""
+    assert target.name is not None
+    tmp = f".{target.name[:180]}.{secrets.token_hex(6)}.boxwright-tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, _NEW_FILE_MODE, dir_fd=target.dir_fd)
+    try:
+        try:
+            if target.stat is not None:  # keep the permissions of the file being replaced
+                os.fchmod(fd, stat.S_IMODE(target.stat.st_mode) & 0o777)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, target.name, src_dir_fd=target.dir_fd, dst_dir_fd=target.dir_fd)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp, dir_fd=target.dir_fd)
+        raise
+    _fsync_dir(target.dir_fd)
+    return len(data)
+
+
+def write_file(ws: Workspace, params: FileWriteParams) -> FileWriteResult:
+    data = decode_content(params)
+    try:
+        for _ in range(_ATTEMPTS):
+            with ws.locate(params.path, create_parents=params.createParents) as target:
+                _check_target_is_file(target)
+                created = target.stat is None
+                try:
+                    size = _append(target, data) if params.append else _replace(target, data)
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:  # became a symlink after the walk: resolve it again
+                        continue
+                    raise
+                return FileWriteResult(path=target.rel, size=size, created=created)
+    except OSError as exc:
+        raise os_error(exc, params.path) from None
+    raise _changing(params.path)
+
+
+# ---------------------------------------------------------------- list
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_listed_dir(ws: Workspace, path: str) -> tuple[int, str]:
+    with ws.locate(path) as target:
+        if target.stat is None:
+            raise BoxwrightError(ErrorCode.FILE_NOT_FOUND, f"{target.rel!r} does not exist", details={"path": path})
+        if not stat.S_ISDIR(target.stat.st_mode):
+            raise BoxwrightError(
+                ErrorCode.NOT_A_DIRECTORY, f"{target.rel!r} is not a directory", details={"path": target.rel}
+            )
+        fd = os.open("." if target.name is None else target.name, _DIR_FLAGS, dir_fd=target.dir_fd)
+        return fd, target.rel
+
+
+def _open_below(base_fd: int, names: list[str]) -> int:
+    """Open a subdirectory of the listed one without following any symlink on the way."""
+    fd = os.dup(base_fd)
+    try:
+        for name in names:
+            nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def list_dir(ws: Workspace, params: FileListParams) -> FileListResult:
+    """Breadth-first (so a truncated listing keeps the shallow entries), then sorted in tree order."""
+    try:
+        base_fd, base_rel = _open_listed_dir(ws, params.path)
+    except OSError as exc:
+        raise os_error(exc, params.path) from None
+    entries: list[FileEntry] = []
+    truncated = False
+    pending: deque[list[str]] = deque([[]])
+    try:
+        while pending and not truncated:
+            names = pending.popleft()
+            try:
+                fd = _open_below(base_fd, names)
+            except OSError:
+                if not names:
+                    raise
+                continue  # vanished, swapped for a symlink, or unreadable: listed but not entered
+            try:
+                with os.scandir(fd) as it:
+                    items = sorted(it, key=lambda e: e.name)
+                for item in items:
+                    if len(entries) >= params.maxEntries:
+                        truncated = True
+                        break
+                    try:
+                        st = item.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    kind = kind_of(st.st_mode)
+                    rel = "/".join([*([] if base_rel == "." else [base_rel]), *names, item.name])
+                    entries.append(
+                        FileEntry(name=item.name, path=rel, type=kind, size=st.st_size, mtime=iso_utc(st.st_mtime))
+                    )
+                    if params.recursive and kind == "directory":
+                        pending.append([*names, item.name])
+            finally:
+                os.close(fd)
+    except OSError as exc:
+        raise os_error(exc, params.path) from None
+    finally:
+        os.close(base_fd)
+    entries.sort(key=lambda e: e.path.split("/"))
+    return FileListResult(path=base_rel, entries=entries, truncated=truncated)
