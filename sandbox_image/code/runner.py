@@ -1,0 +1,92 @@
+"""Synchronous `code.run`: run to completion (or timeout), capture both streams, leave nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from rpc.deadline import Deadline
+from rpc.models.code import CodeRunParams, CodeRunResult
+from sandbox_image.code.outputs import CappedBuffer
+from sandbox_image.code.procs import exit_code, kill_session, kill_session_now
+from sandbox_image.code.spawn import PipeReader, Script, open_reader, spawn, user_env, write_script
+from sandbox_image.config import RunnerConfig
+from sandbox_image.files.workspace import Workspace
+
+# The run's own timeout fires this long before the RPC deadline, so a timed-out run still answers
+# with its output and `timedOut: true` instead of an OPERATION_TIMEOUT.
+INNER_MARGIN_S = 0.1
+# After the main process exits and its session is killed, wait this long for the pipes to drain.
+# Only a process that escaped the session (setsid) keeps them open longer; then we stop reading.
+DRAIN_GRACE_S = 0.5
+
+
+class CodeRunner:
+    """Turns `code.run` params into a started process; runs sync ones to completion."""
+
+    def __init__(self, config: RunnerConfig, workspace: Workspace | None = None) -> None:
+        self.config = config
+        self.workspace = workspace or Workspace(config.workspace)
+
+    def argv(self, params: CodeRunParams, script: Script) -> list[str]:
+        interpreter = self.config.python if params.language == "python" else self.config.bash
+        return [interpreter, script.path]
+
+    def prepare(self, params: CodeRunParams) -> tuple[str, dict[str, str], Script]:
+        """cwd (confined to the workspace), env and script file; raises before anything starts."""
+        cwd = self.workspace.directory(params.cwd)
+        env = user_env(params.env)
+        return cwd, env, write_script(params, self.config.scratch_dir)
+
+    async def run_sync(self, params: CodeRunParams, deadline: Deadline) -> CodeRunResult:
+        timeout = max(0.0, min(params.timeoutMs / 1000.0, deadline.remaining() - INNER_MARGIN_S))
+        cwd, env, script = self.prepare(params)
+        stdout, stderr = CappedBuffer(params.maxOutputBytes), CappedBuffer(params.maxOutputBytes)
+        readers: list[tuple[asyncio.ReadTransport, PipeReader]] = []
+        proc: asyncio.subprocess.Process | None = None
+        try:
+            write_ends: list[int] = []
+            try:
+                for buffer in (stdout, stderr):
+                    read_end, write_end = os.pipe()
+                    write_ends.append(write_end)
+                    readers.append(await open_reader(read_end, buffer.write))
+                started = time.monotonic()
+                proc = await spawn(
+                    self.argv(params, script),
+                    cwd=cwd,
+                    env=env,
+                    stdin_path=script.stdin_path,
+                    stdout_fd=write_ends[0],
+                    stderr_fd=write_ends[1],
+                )
+            finally:
+                for fd in write_ends:  # the child has its copies; ours would keep the pipes open forever
+                    os.close(fd)
+            timed_out = False
+            try:
+                async with asyncio.timeout(timeout):
+                    returncode = await proc.wait()
+            except TimeoutError:
+                timed_out = True
+                kill_session_now(proc.pid)
+                returncode = await proc.wait()
+            duration_ms = int((time.monotonic() - started) * 1000)
+            # A sync run leaves nothing behind; long-lived processes belong in background runs.
+            await kill_session(proc.pid)
+            await asyncio.wait([protocol.done for _, protocol in readers], timeout=DRAIN_GRACE_S)
+        finally:
+            if proc is not None:  # also when cancelled (deadline, shutdown) half-way through
+                kill_session_now(proc.pid)
+            for transport, _ in readers:
+                transport.close()
+            script.remove()
+        return CodeRunResult(
+            stdout=stdout.text(),
+            stderr=stderr.text(),
+            exitCode=exit_code(returncode),
+            timedOut=timed_out,
+            durationMs=duration_ms,
+            truncated=stdout.truncated or stderr.truncated,
+        )
