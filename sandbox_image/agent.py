@@ -1,0 +1,46 @@
+"""Assembles the agent: one dispatcher, feature modules registering their handlers, the HTTP app.
+
+A new feature (the browser, template runs) adds one `register(...)` line here and nothing else.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from rpc.models.sandbox import Health
+from sandbox_image import files, info
+from sandbox_image.auth import TokenAuth
+from sandbox_image.code import client as code_client
+from sandbox_image.config import AgentConfig
+from sandbox_image.dispatcher import Dispatcher
+from sandbox_image.server import build_app
+
+RUNNER_CLIENT_KEY = web.AppKey("runner_client", code_client.RunnerClient)
+DISPATCHER_KEY = web.AppKey("dispatcher", Dispatcher)
+
+
+def create_agent_app(config: AgentConfig) -> web.Application:
+    dispatcher = Dispatcher("agent")
+    runner = code_client.RunnerClient(config.runner_socket)
+
+    info.register(dispatcher, workspace=config.workspace, runner=runner)
+    files.register(dispatcher, files.Workspace(config.workspace))
+    code_client.register(dispatcher, runner)
+
+    async def health() -> Health:
+        return await info.health(runner)
+
+    app = build_app(
+        dispatcher,
+        health=health,
+        auth=TokenAuth(config.token_sha256),
+        max_body_bytes=config.max_body_bytes,
+    )
+    app[RUNNER_CLIENT_KEY] = runner
+    app[DISPATCHER_KEY] = dispatcher
+
+    async def close_runner(_app: web.Application) -> None:
+        await runner.close()
+
+    app.on_cleanup.append(close_runner)
+    return app
