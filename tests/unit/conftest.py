@@ -1,0 +1,137 @@
+"""Fixtures for the in-container agent's unit tests: temp workspaces, an in-process runner daemon
+on a temp Unix socket, and an aiohttp test client for the agent. No Docker needed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # the repository is not installed into the venv
+    sys.path.insert(0, str(ROOT))
+
+from aiohttp import web  # noqa: E402
+from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
+
+from sandbox_image.agent import create_agent_app  # noqa: E402
+from sandbox_image.code.daemon import start_runner  # noqa: E402
+from sandbox_image.config import AgentConfig, RunnerConfig  # noqa: E402
+
+TOKEN = "unit-test-token-Ж"
+TOKEN_SHA256 = hashlib.sha256(TOKEN.encode()).hexdigest()
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A directory next to the workspace holding a secret that must stay unreachable."""
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "secret.txt").write_text("top secret")
+    return out
+
+
+@pytest.fixture
+def socket_dir() -> Iterator[Path]:
+    # Unix socket paths are limited to ~107 bytes: pytest's tmp_path can be longer.
+    path = Path(tempfile.mkdtemp(prefix="bw-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def runner_config(workspace: Path, socket_dir: Path) -> RunnerConfig:
+    return RunnerConfig(workspace=str(workspace), socket=str(socket_dir / "runner.sock"))
+
+
+@pytest.fixture
+async def runner_daemon(runner_config: RunnerConfig) -> AsyncIterator[RunnerConfig]:
+    """The code runner daemon, started in-process on its temp socket."""
+    app_runner = await start_runner(runner_config)
+    yield runner_config
+    await app_runner.cleanup()
+
+
+ClientFactory = Callable[..., Awaitable[TestClient[web.Request, web.Application]]]
+
+
+@pytest.fixture
+async def make_client() -> AsyncIterator[ClientFactory]:
+    """Build a test client for any aiohttp app (closed after the test)."""
+    clients: list[TestClient[web.Request, web.Application]] = []
+
+    async def make(app: web.Application) -> TestClient[web.Request, web.Application]:
+        client = TestClient(TestServer(app))
+        await client.start_server()
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.close()
+
+
+@pytest.fixture
+def agent_config(workspace: Path, socket_dir: Path) -> AgentConfig:
+    return AgentConfig(
+        token_sha256=TOKEN_SHA256,
+        workspace=str(workspace),
+        runner_socket=str(socket_dir / "runner.sock"),
+        max_body_bytes=64 * 1024,
+    )
+
+
+@pytest.fixture
+async def agent(agent_config: AgentConfig, make_client: ClientFactory) -> TestClient[web.Request, web.Application]:
+    """The agent without a runner daemon."""
+    return await make_client(create_agent_app(agent_config))
+
+
+@pytest.fixture
+async def agent_with_runner(
+    agent_config: AgentConfig, runner_daemon: RunnerConfig, make_client: ClientFactory
+) -> TestClient[web.Request, web.Application]:
+    """The agent with the runner daemon listening on the socket it forwards to."""
+    assert runner_daemon.socket == agent_config.runner_socket
+    return await make_client(create_agent_app(agent_config))
+
+
+@pytest.fixture
+def auth_headers() -> dict[str, str]:
+    return dict(AUTH)
+
+
+def _live_processes_matching(marker: str) -> list[int]:
+    """Pids of non-zombie processes whose command line contains `marker`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        if marker in cmdline and stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
+
+
+@pytest.fixture
+def find_processes() -> Callable[[str], list[int]]:
+    """`find_processes(marker)`: live pids whose command line contains marker (checks nothing was left)."""
+    return _live_processes_matching

@@ -1,0 +1,313 @@
+"""Workspace file operations: confinement (incl. symlink swaps), encodings, parts, FIFOs, atomic writes, listing."""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.files import FileListParams, FileReadParams, FileWriteParams
+from sandbox_image.files import ops
+from sandbox_image.files.ops import list_dir, read_file, write_file
+from sandbox_image.files.workspace import Workspace
+
+
+@pytest.fixture
+def ws(workspace: Path) -> Workspace:
+    return Workspace(str(workspace))
+
+
+def read(ws: Workspace, path: str, **kw: Any) -> Any:
+    return read_file(ws, FileReadParams(path=path, **kw))
+
+
+def write(ws: Workspace, path: str, content: str, **kw: Any) -> Any:
+    return write_file(ws, FileWriteParams(path=path, content=content, **kw))
+
+
+def code_of(fn: Callable[[], Any]) -> ErrorCode:
+    with pytest.raises(BoxwrightError) as info:
+        fn()
+    return info.value.code
+
+
+# ---------------------------------------------------------------- confinement
+
+
+@pytest.mark.parametrize("path", ["../../etc/passwd", "..", "a/../../x", "/etc/passwd", "/"])
+def test_paths_escaping_lexically_are_refused(ws: Workspace, path: str) -> None:
+    assert code_of(lambda: read(ws, path)) == ErrorCode.PATH_OUTSIDE_WORKSPACE
+    assert code_of(lambda: write(ws, path, "x")) == ErrorCode.PATH_OUTSIDE_WORKSPACE
+    assert code_of(lambda: list_dir(ws, FileListParams(path=path))) == ErrorCode.PATH_OUTSIDE_WORKSPACE
+
+
+def test_absolute_path_message_is_clear(ws: Workspace) -> None:
+    with pytest.raises(BoxwrightError) as info:
+        read(ws, "/etc/passwd")
+    assert "absolute" in info.value.message
+    assert info.value.hint
+
+
+def test_symlink_to_outside_directory_is_refused(ws: Workspace, workspace: Path, outside: Path) -> None:
+    (workspace / "out").symlink_to(outside)
+    assert code_of(lambda: read(ws, "out/secret.txt")) == ErrorCode.PATH_OUTSIDE_WORKSPACE
+    assert code_of(lambda: write(ws, "out/new.txt", "x")) == ErrorCode.PATH_OUTSIDE_WORKSPACE
+    assert code_of(lambda: list_dir(ws, FileListParams(path="out"))) == ErrorCode.PATH_OUTSIDE_WORKSPACE
+    assert not (outside / "new.txt").exists()
+
+
+def test_symlink_to_outside_file_and_relative_escape_are_refused(ws: Workspace, workspace: Path, outside: Path) -> None:
+    (workspace / "leak.txt").symlink_to(outside / "secret.txt")
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "up").symlink_to("../../outside/secret.txt")
+    for path in ("leak.txt", "sub/up"):
+        with pytest.raises(BoxwrightError) as info:
+            read(ws, path)
+        assert info.value.code == ErrorCode.PATH_OUTSIDE_WORKSPACE
+        assert "symlink" in info.value.message
+    # Writing through the link must not touch the target either.
+    assert code_of(lambda: write(ws, "leak.txt", "pwned")) == ErrorCode.PATH_OUTSIDE_WORKSPACE
+    assert (outside / "secret.txt").read_text() == "top secret"
+
+
+def test_symlinks_inside_the_workspace_are_followed(ws: Workspace, workspace: Path) -> None:
+    (workspace / "data").mkdir()
+    (workspace / "data" / "real.txt").write_text("hello")
+    (workspace / "rel").symlink_to("data/real.txt")
+    (workspace / "abs").symlink_to(workspace / "data" / "real.txt")
+    (workspace / "dirlink").symlink_to("data")
+    assert read(ws, "rel").content == "hello"
+    assert read(ws, "abs").content == "hello"
+    assert read(ws, "dirlink/real.txt").path == "data/real.txt"
+    assert [e.name for e in list_dir(ws, FileListParams(path="dirlink")).entries] == ["real.txt"]
+    write(ws, "rel", "changed")
+    assert (workspace / "data" / "real.txt").read_text() == "changed"
+    assert (workspace / "rel").is_symlink()
+
+
+def test_component_swapped_for_symlink_during_walk_is_refused(
+    ws: Workspace, workspace: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Untrusted code replaces `sub` by a symlink right after its parent was checked."""
+    (workspace / "sub").mkdir()
+    (outside / "f.txt").write_text("outside")
+    (workspace / "sub" / "f.txt").write_text("inside")
+    real_open = os.open
+    swapped = []
+
+    def racing_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if path == "sub" and not swapped:
+            swapped.append(True)
+            os.rename(workspace / "sub", workspace / "sub.moved")
+            os.symlink(outside, workspace / "sub")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", racing_open)
+    assert code_of(lambda: read(ws, "sub/f.txt")) == ErrorCode.PATH_OUTSIDE_WORKSPACE
+    assert swapped
+
+
+def test_final_file_swapped_for_symlink_before_open_is_refused(
+    ws: Workspace, workspace: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The swap happens between the walk and the final open: O_NOFOLLOW catches it, re-resolution refuses."""
+    (workspace / "f.txt").write_text("inside")
+    real_open = os.open
+    swapped = []
+
+    def racing_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if path == "f.txt" and not flags & os.O_PATH and not swapped:
+            swapped.append(True)
+            os.unlink(workspace / "f.txt")
+            os.symlink(outside / "secret.txt", workspace / "f.txt")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", racing_open)
+    assert code_of(lambda: read(ws, "f.txt")) == ErrorCode.PATH_OUTSIDE_WORKSPACE
+    assert swapped
+
+
+def test_nul_in_path_is_invalid(ws: Workspace) -> None:
+    assert code_of(lambda: read(ws, "a\x00b")) == ErrorCode.INVALID_PARAMETER
+
+
+# ---------------------------------------------------------------- read / write
+
+
+def test_base64_round_trip_of_arbitrary_bytes(ws: Workspace, workspace: Path) -> None:
+    blob = bytes(range(256)) * 5
+    result = write(ws, "bin/blob.dat", base64.b64encode(blob).decode(), encoding="base64")
+    assert result.size == len(blob) and result.created and result.path == "bin/blob.dat"
+    assert (workspace / "bin" / "blob.dat").read_bytes() == blob
+    back = read(ws, "bin/blob.dat", encoding="base64")
+    assert base64.b64decode(back.content) == blob
+    assert back.eof and back.nextOffset is None and back.size == len(blob)
+
+
+def test_utf8_round_trip(ws: Workspace) -> None:
+    text = "héllo wörld — 你好 🎉\nline 2\n"
+    write(ws, "t.txt", text)
+    result = read(ws, "t.txt")
+    assert result.content == text
+    assert result.size == len(text.encode())
+
+
+def test_non_utf8_is_not_text_with_a_hint(ws: Workspace, workspace: Path) -> None:
+    (workspace / "b.bin").write_bytes(b"ok\xff\xfe")
+    with pytest.raises(BoxwrightError) as info:
+        read(ws, "b.bin")
+    assert info.value.code == ErrorCode.NOT_TEXT
+    assert "base64" in info.value.hint
+    assert info.value.details["invalidByteOffset"] == 2
+
+
+def test_offset_limit_and_split_multibyte_character(ws: Workspace, workspace: Path) -> None:
+    text = "aé€🎉z" * 3  # 1-, 2-, 3- and 4-byte characters
+    (workspace / "t.txt").write_text(text)
+    first = read(ws, "t.txt", limit=2)  # "a" + half of "é"
+    assert first.content == "a" and first.length == 1 and not first.eof and first.nextOffset == 1
+    parts, offset = [], 0
+    while True:
+        part = read(ws, "t.txt", offset=offset, limit=5)
+        parts.append(part.content)
+        assert part.length <= 5
+        if part.eof:
+            break
+        offset = part.nextOffset
+    assert "".join(parts) == text
+
+
+def test_offset_inside_a_character_and_limit_too_small(ws: Workspace, workspace: Path) -> None:
+    (workspace / "t.txt").write_text("é🎉")
+    assert code_of(lambda: read(ws, "t.txt", offset=1)) == ErrorCode.INVALID_PARAMETER
+    assert code_of(lambda: read(ws, "t.txt", offset=2, limit=2)) == ErrorCode.INVALID_PARAMETER
+
+
+def test_offset_past_end_is_empty_eof(ws: Workspace, workspace: Path) -> None:
+    (workspace / "t.txt").write_text("abc")
+    result = read(ws, "t.txt", offset=10)
+    assert result.content == "" and result.eof and result.size == 3
+
+
+def test_fifo_is_refused_without_hanging(ws: Workspace, workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    outcome: list[ErrorCode] = []
+
+    def attempt() -> None:
+        outcome.append(code_of(lambda: read(ws, "pipe")))
+        outcome.append(code_of(lambda: write(ws, "pipe", "x", append=True)))
+        outcome.append(code_of(lambda: write(ws, "pipe", "x")))
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout=5)
+    assert not worker.is_alive(), "a FIFO made the agent hang"
+    assert outcome == [ErrorCode.NOT_A_FILE] * 3
+
+
+def test_write_replaces_atomically_and_keeps_mode(ws: Workspace, workspace: Path) -> None:
+    target = workspace / "f.txt"
+    target.write_text("old")
+    target.chmod(0o640)
+    with open(target) as reader:  # a reader of the old file keeps seeing the old content
+        result = write(ws, "f.txt", "new content")
+        assert reader.read() == "old"
+    assert result.size == len("new content") and not result.created
+    assert target.read_text() == "new content"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in workspace.iterdir()) == ["f.txt"]  # no temp file left
+
+
+def test_append(ws: Workspace, workspace: Path) -> None:
+    assert write(ws, "log.txt", "a", append=True).created
+    result = write(ws, "log.txt", "bc", append=True)
+    assert result.size == 3 and not result.created
+    assert (workspace / "log.txt").read_text() == "abc"
+
+
+def test_create_parents(ws: Workspace, workspace: Path) -> None:
+    assert write(ws, "a/b/c.txt", "x").path == "a/b/c.txt"
+    assert (workspace / "a" / "b" / "c.txt").read_text() == "x"
+    assert code_of(lambda: write(ws, "x/y/z.txt", "x", createParents=False)) == ErrorCode.FILE_NOT_FOUND
+    assert not (workspace / "x").exists()
+
+
+def test_os_errors_are_mapped(ws: Workspace, workspace: Path) -> None:
+    (workspace / "d").mkdir()
+    (workspace / "f.txt").write_text("x")
+    assert code_of(lambda: read(ws, "missing.txt")) == ErrorCode.FILE_NOT_FOUND
+    assert code_of(lambda: read(ws, "d")) == ErrorCode.NOT_A_FILE
+    assert code_of(lambda: read(ws, ".")) == ErrorCode.NOT_A_FILE
+    assert code_of(lambda: write(ws, "d", "x")) == ErrorCode.NOT_A_FILE
+    assert code_of(lambda: read(ws, "f.txt/x")) == ErrorCode.NOT_A_DIRECTORY
+    assert code_of(lambda: write(ws, "f.txt/x", "x")) == ErrorCode.NOT_A_DIRECTORY
+    assert code_of(lambda: list_dir(ws, FileListParams(path="f.txt"))) == ErrorCode.NOT_A_DIRECTORY
+    assert code_of(lambda: list_dir(ws, FileListParams(path="nope"))) == ErrorCode.FILE_NOT_FOUND
+
+
+def test_bad_base64_and_too_large(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert code_of(lambda: write(ws, "x.bin", "not base64!!", encoding="base64")) == ErrorCode.INVALID_PARAMETER
+    monkeypatch.setattr(ops, "MAX_WRITE_BYTES", 10)
+    assert code_of(lambda: write(ws, "x.txt", "x" * 11)) == ErrorCode.FILE_TOO_LARGE
+    assert code_of(lambda: write(ws, "x.bin", base64.b64encode(b"x" * 11).decode(), encoding="base64")) == (
+        ErrorCode.FILE_TOO_LARGE
+    )
+    assert write(ws, "x.txt", "x" * 10).size == 10
+
+
+# ---------------------------------------------------------------- list
+
+
+@pytest.fixture
+def tree(workspace: Path, outside: Path) -> Path:
+    (workspace / "b.txt").write_text("bb")
+    (workspace / "a").mkdir()
+    (workspace / "a" / "inner.txt").write_text("i")
+    (workspace / "a" / "deeper").mkdir()
+    (workspace / "a" / "deeper" / "leaf.txt").write_text("leaf")
+    (workspace / "a-b").mkdir()
+    (workspace / "link").symlink_to("a")
+    (workspace / "escape").symlink_to(outside)
+    os.mkfifo(workspace / "fifo")
+    return workspace
+
+
+def test_list_flat_with_types(ws: Workspace, tree: Path) -> None:
+    result = list_dir(ws, FileListParams())
+    assert result.path == "." and not result.truncated
+    types = {e.name: e.type for e in result.entries}
+    assert types == {
+        "a": "directory",
+        "a-b": "directory",
+        "b.txt": "file",
+        "escape": "symlink",
+        "fifo": "other",
+        "link": "symlink",
+    }
+    assert [e.name for e in result.entries] == sorted(types)
+    entry = next(e for e in result.entries if e.name == "b.txt")
+    assert entry.size == 2 and entry.path == "b.txt" and entry.mtime.endswith("Z")
+
+
+def test_list_recursive_does_not_follow_symlinks(ws: Workspace, tree: Path) -> None:
+    result = list_dir(ws, FileListParams(recursive=True))
+    paths = [e.path for e in result.entries]
+    assert paths == ["a", "a/deeper", "a/deeper/leaf.txt", "a/inner.txt", "a-b", "b.txt", "escape", "fifo", "link"]
+    sub = list_dir(ws, FileListParams(path="a", recursive=True))
+    assert [e.path for e in sub.entries] == ["a/deeper", "a/deeper/leaf.txt", "a/inner.txt"]
+
+
+def test_list_max_entries_truncates_keeping_shallow_entries(ws: Workspace, tree: Path) -> None:
+    result = list_dir(ws, FileListParams(recursive=True, maxEntries=6))
+    assert result.truncated
+    assert len(result.entries) == 6
+    assert {e.path for e in result.entries} == {"a", "a-b", "b.txt", "escape", "fifo", "link"}
+    exact = list_dir(ws, FileListParams(recursive=True, maxEntries=9))
+    assert not exact.truncated and len(exact.entries) == 9

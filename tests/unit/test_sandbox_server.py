@@ -1,0 +1,280 @@
+"""The agent over HTTP (aiohttp test client): auth, protocol errors, limits, deadlines, forwarding to the runner."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from rpc.deadline import Deadline
+from rpc.errors import ErrorCode
+from rpc.methods import FILE_READ, SANDBOX_INFO
+from rpc.models.files import FileReadParams, FileReadResult
+from rpc.models.sandbox import Health, SandboxInfoParams, SandboxInfoResult
+from sandbox_image.config import AgentConfig, ConfigError
+from sandbox_image.dispatcher import Dispatcher
+from sandbox_image.server import build_app
+
+Client = TestClient[web.Request, web.Application]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def request(method: str, params: dict[str, Any] | None = None, rid: int = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}
+
+
+async def call(client: Client, headers: dict[str, str], method: str, **params: Any) -> dict[str, Any]:
+    response = await client.post("/rpc", json=request(method, params), headers=headers)
+    assert response.status == 200
+    return await response.json()
+
+
+def error_of(body: dict[str, Any]) -> tuple[int, str]:
+    error = body["error"]
+    assert error["data"]["recoverHint"], "every error carries a recovery hint"
+    return error["code"], error["data"]["errorCode"]
+
+
+# ---------------------------------------------------------------- health and auth
+
+
+async def test_healthz_needs_no_auth_and_probes_the_runner(agent: Client) -> None:
+    response = await agent.get("/healthz")
+    assert response.status == 200
+    health = Health.model_validate(await response.json())
+    assert health.status == "ok" and not health.codeRunnerReady
+
+
+async def test_healthz_reports_a_running_runner(agent_with_runner: Client) -> None:
+    health = Health.model_validate(await (await agent_with_runner.get("/healthz")).json())
+    assert health.codeRunnerReady
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic dXNlcjpwYXNz"}, {"Authorization": "Bearer"}],
+)
+async def test_rpc_requires_the_bearer_token(agent: Client, headers: dict[str, str]) -> None:
+    response = await agent.post("/rpc", json=request("sandbox.info"), headers=headers)
+    assert response.status == 401
+    assert response.headers["WWW-Authenticate"] == "Bearer"
+    assert error_of(await response.json())[1] == ErrorCode.UNAUTHORIZED
+
+
+async def test_wrong_http_method_is_405_with_a_json_rpc_body(agent: Client, auth_headers: dict[str, str]) -> None:
+    response = await agent.get("/rpc", headers=auth_headers)
+    assert response.status == 405 and response.headers["Allow"] == "POST"
+    assert error_of(await response.json())[1] == ErrorCode.INVALID_REQUEST
+
+
+# ---------------------------------------------------------------- protocol errors
+
+
+@pytest.mark.parametrize(
+    "body", [b"{not json", b"", b"\xff\xfe", b"[" * 20_000 + b"]" * 20_000, b'{"id": 1' + b"9" * 5000 + b"}"]
+)
+async def test_garbage_is_a_parse_error(agent: Client, auth_headers: dict[str, str], body: bytes) -> None:
+    response = await agent.post("/rpc", data=body, headers=auth_headers)
+    assert response.status == 200
+    assert error_of(await response.json()) == (-32700, ErrorCode.PARSE_ERROR)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        3,
+        "x",
+        None,
+        {"id": 1, "method": "sandbox.info"},
+        {"jsonrpc": "1.0", "id": 1, "method": "sandbox.info"},
+        {"jsonrpc": "2.0", "id": 1, "method": "sandbox.info", "params": [1]},
+    ],
+)
+async def test_non_object_or_bad_envelope_is_invalid_request(
+    agent: Client, auth_headers: dict[str, str], payload: Any
+) -> None:
+    body = await (await agent.post("/rpc", data=json.dumps(payload), headers=auth_headers)).json()
+    assert error_of(body) == (-32600, ErrorCode.INVALID_REQUEST)
+
+
+async def test_batches_are_refused_explicitly(agent: Client, auth_headers: dict[str, str]) -> None:
+    payload = [request("sandbox.info", rid=1), request("sandbox.info", rid=2)]
+    body = await (await agent.post("/rpc", json=payload, headers=auth_headers)).json()
+    assert error_of(body) == (-32600, ErrorCode.INVALID_REQUEST)
+    assert "batch" in body["error"]["message"]
+
+
+async def test_unknown_method_lists_known_ones(agent: Client, auth_headers: dict[str, str]) -> None:
+    body = await call(agent, auth_headers, "browser.fly")
+    assert error_of(body) == (-32601, ErrorCode.METHOD_NOT_FOUND)
+    known = body["error"]["data"]["details"]["knownMethods"]
+    assert {"sandbox.info", "file.read", "code.run", "process.kill"} <= set(known)
+    assert body["id"] == 1
+
+
+async def test_bad_params_name_fields_but_never_echo_values(agent: Client, auth_headers: dict[str, str]) -> None:
+    secret = "sk-very-secret-value-123"
+    body = await call(
+        agent, auth_headers, "code.run", language=secret, code="print(1)", env={"K": 5}, timeoutMs=secret, bogus=secret
+    )
+    assert error_of(body) == (-32602, ErrorCode.INVALID_PARAMETER)
+    fields = {e["field"] for e in body["error"]["data"]["details"]["errors"]}
+    assert fields == {"language", "env.K", "timeoutMs", "bogus"}
+    assert secret not in json.dumps(body)
+
+
+async def test_invalid_deadline_is_an_invalid_parameter(agent: Client, auth_headers: dict[str, str]) -> None:
+    for bad in ("soon", -1, True):
+        body = await call(agent, auth_headers, "sandbox.info", deadlineMs=bad)
+        assert error_of(body) == (-32602, ErrorCode.INVALID_PARAMETER)
+        assert body["error"]["data"]["details"]["errors"][0]["field"] == "deadlineMs"
+
+
+async def test_oversized_body_is_413(agent: Client, auth_headers: dict[str, str], agent_config: AgentConfig) -> None:
+    big = request("file.write", {"path": "x.txt", "content": "x" * (agent_config.max_body_bytes + 1)})
+    response = await agent.post("/rpc", json=big, headers=auth_headers)
+    assert response.status == 413
+    assert error_of(await response.json())[1] == ErrorCode.PAYLOAD_TOO_LARGE
+
+    async def chunks() -> Any:  # no Content-Length: the limit applies while reading
+        for _ in range(agent_config.max_body_bytes // 1024 + 2):
+            yield b"x" * 1024
+
+    response = await agent.post("/rpc", data=chunks(), headers=auth_headers)
+    assert response.status == 413
+
+
+# ---------------------------------------------------------------- deadlines and crashes
+
+
+@pytest.fixture
+async def slow_app(make_client: Any) -> Client:
+    """A dispatcher whose handlers misbehave: one never finishes, one crashes."""
+    dispatcher = Dispatcher("test")
+
+    async def hang(_params: SandboxInfoParams, _deadline: Deadline) -> SandboxInfoResult:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    async def crash(_params: FileReadParams, _deadline: Deadline) -> FileReadResult:
+        raise RuntimeError("/secret/path exploded")
+
+    dispatcher.register(SANDBOX_INFO, hang)
+    dispatcher.register(FILE_READ, crash)
+
+    async def health() -> Health:
+        return Health(status="ok", agentVersion="t", codeRunnerReady=False)
+
+    return await make_client(build_app(dispatcher, health=health, auth=None, max_body_bytes=1024))
+
+
+async def test_deadline_overrun_is_a_structured_timeout(slow_app: Client) -> None:
+    started = time.monotonic()
+    body = await call(slow_app, {}, "sandbox.info", deadlineMs=400)
+    elapsed = time.monotonic() - started
+    assert error_of(body)[1] == ErrorCode.OPERATION_TIMEOUT
+    assert elapsed < 0.4 + 0.5  # fires before the caller's own deadline (plus scheduling slack)
+    assert body["error"]["data"]["details"]["deadlineMs"] == 400
+
+
+async def test_handler_crash_is_a_generic_internal_error(slow_app: Client) -> None:
+    body = await call(slow_app, {}, "file.read", path="x")
+    assert error_of(body) == (-32603, ErrorCode.INTERNAL_ERROR)
+    assert "secret" not in json.dumps(body) and "Traceback" not in json.dumps(body)
+
+
+# ---------------------------------------------------------------- the agent's methods
+
+
+async def test_sandbox_info(agent_with_runner: Client, auth_headers: dict[str, str], workspace: Path) -> None:
+    info = SandboxInfoResult.model_validate((await call(agent_with_runner, auth_headers, "sandbox.info"))["result"])
+    assert info.codeRunnerReady and info.workspace == str(workspace) and info.user and info.uptimeMs >= 0
+
+
+async def test_files_over_rpc(agent: Client, auth_headers: dict[str, str]) -> None:
+    blob = bytes(range(256))
+    written = await call(
+        agent, auth_headers, "file.write", path="d/b.bin", content=base64.b64encode(blob).decode(), encoding="base64"
+    )
+    assert written["result"] == {"path": "d/b.bin", "size": 256, "created": True}
+    read = await call(agent, auth_headers, "file.read", path="d/b.bin", encoding="base64")
+    assert base64.b64decode(read["result"]["content"]) == blob
+    listed = await call(agent, auth_headers, "file.list", path="d")
+    assert [e["path"] for e in listed["result"]["entries"]] == ["d/b.bin"]
+    escaped = await call(agent, auth_headers, "file.read", path="../../etc/passwd")
+    assert error_of(escaped)[1] == ErrorCode.PATH_OUTSIDE_WORKSPACE
+
+
+async def test_code_run_without_runner_is_unavailable(agent: Client, auth_headers: dict[str, str]) -> None:
+    body = await call(agent, auth_headers, "code.run", language="bash", code="echo hi")
+    assert error_of(body)[1] == ErrorCode.CODE_RUNNER_UNAVAILABLE
+
+
+async def test_code_run_is_forwarded_to_the_runner(agent_with_runner: Client, auth_headers: dict[str, str]) -> None:
+    body = await call(agent_with_runner, auth_headers, "code.run", language="python", code="print(6 * 7)")
+    assert body["result"]["stdout"] == "42\n" and body["result"]["exitCode"] == 0
+
+
+async def test_code_run_timeout_is_bounded_by_the_deadline(
+    agent_with_runner: Client, auth_headers: dict[str, str]
+) -> None:
+    started = time.monotonic()
+    body = await call(
+        agent_with_runner, auth_headers, "code.run", language="bash", code="sleep 30", timeoutMs=30_000, deadlineMs=1500
+    )
+    assert time.monotonic() - started < 1.5
+    assert body["result"]["timedOut"] is True
+
+
+async def test_background_processes_through_the_agent(agent_with_runner: Client, auth_headers: dict[str, str]) -> None:
+    started = await call(
+        agent_with_runner, auth_headers, "code.run", language="bash", code="echo up; sleep 100", background=True
+    )
+    pid = started["result"]["processId"]
+    out = await call(agent_with_runner, auth_headers, "process.output", processId=pid, waitMs=3000)
+    assert out["result"]["output"] == "up\n" and out["result"]["running"]
+    listed = await call(agent_with_runner, auth_headers, "process.list")
+    assert [p["processId"] for p in listed["result"]["processes"]] == [pid]
+    killed = await call(agent_with_runner, auth_headers, "process.kill", processId=pid, signal="KILL")
+    assert killed["result"]["running"] is False and killed["result"]["exitCode"] == 137
+    missing = await call(agent_with_runner, auth_headers, "process.output", processId="proc_missing")
+    assert error_of(missing)[1] == ErrorCode.PROCESS_NOT_FOUND
+
+
+async def test_runner_validation_errors_come_back_intact(
+    agent_with_runner: Client, auth_headers: dict[str, str]
+) -> None:
+    body = await call(agent_with_runner, auth_headers, "code.run", language="bash", code="pwd", cwd="../..")
+    assert error_of(body)[1] == ErrorCode.PATH_OUTSIDE_WORKSPACE
+
+
+async def test_runner_socket_is_group_accessible(runner_daemon: Any) -> None:
+    assert os.stat(runner_daemon.socket).st_mode & 0o777 == 0o660
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def test_agent_refuses_to_start_without_the_token_hash() -> None:
+    with pytest.raises(ConfigError):
+        AgentConfig.from_env({})
+    with pytest.raises(ConfigError):
+        AgentConfig.from_env({"BOXWRIGHT_TOKEN_SHA256": "abc"})
+    config = AgentConfig.from_env({"BOXWRIGHT_TOKEN_SHA256": "A" * 64, "BOXWRIGHT_PORT": "9000"})
+    assert config.token_sha256 == "a" * 64 and config.port == 9000 and config.workspace == "/workspace"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOXWRIGHT_")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sandbox_image"], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert proc.returncode == 2 and "BOXWRIGHT_TOKEN_SHA256" in proc.stderr
