@@ -17,6 +17,7 @@ DEFAULT_RUNNER_SOCKET = "/run/boxwright/runner.sock"
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 DEFAULT_PYTHON = "/usr/bin/python3"  # the system python, not the agent's venv
 DEFAULT_BASH = "/bin/bash"
+DEFAULT_SOCKET_GROUP = "sandbox"  # shared by users agent and runner
 
 _SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 
@@ -75,6 +76,7 @@ class RunnerConfig:
     python: str = DEFAULT_PYTHON
     bash: str = DEFAULT_BASH
     scratch_dir: str | None = None  # where per-run script dirs go; None = $TMPDIR or /tmp
+    socket_group: str | None = DEFAULT_SOCKET_GROUP  # None/empty: leave the socket's group alone
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
     @classmethod
@@ -86,5 +88,6 @@ class RunnerConfig:
             python=env.get("BOXWRIGHT_PYTHON") or DEFAULT_PYTHON,
             bash=env.get("BOXWRIGHT_BASH") or DEFAULT_BASH,
             scratch_dir=env.get("BOXWRIGHT_RUNNER_SCRATCH") or None,
+            socket_group=env.get("BOXWRIGHT_RUNNER_SOCKET_GROUP", DEFAULT_SOCKET_GROUP) or None,
             max_body_bytes=_int(env, "BOXWRIGHT_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
         )

@@ -24,8 +24,12 @@ READY_TIMEOUT_S = 0.5
 _BASE_URL = "http://runner"  # the host part is ignored on a Unix socket
 
 
-def _unavailable(why: str) -> BoxwrightError:
-    return BoxwrightError(ErrorCode.CODE_RUNNER_UNAVAILABLE, f"the code runner is not available: {why}")
+def _unavailable(why: str, socket_path: str) -> BoxwrightError:
+    return BoxwrightError(
+        ErrorCode.CODE_RUNNER_UNAVAILABLE,
+        f"the code runner is not available: {why}",
+        details={"socket": socket_path},
+    )
 
 
 class RunnerClient:
@@ -55,8 +59,10 @@ class RunnerClient:
         try:
             async with self._client().post(f"{_BASE_URL}/rpc", json=payload) as response:
                 body = await response.json(content_type=None)
-        except aiohttp.ClientConnectionError as exc:  # no socket, refused, daemon died mid-call
-            raise _unavailable(type(exc).__name__) from None
+        except aiohttp.ClientConnectorError:  # no socket, or nobody listening on it
+            raise _unavailable("nothing answers on its socket", self.socket_path) from None
+        except aiohttp.ClientConnectionError:  # the daemon died mid-call
+            raise _unavailable("the connection to it was lost", self.socket_path) from None
         except (ValueError, aiohttp.ClientResponseError):
             raise BoxwrightError(ErrorCode.INTERNAL_ERROR, "the code runner sent an unreadable answer") from None
         try:

@@ -2,8 +2,8 @@
 
     docker exec --user runner <container> python3 -m sandbox_image.code.daemon
 
-It serves code.run and process.* on a Unix socket (default /run/boxwright/runner.sock, mode 0660
-so group sandbox — the agent — can connect) with the same dispatcher as the agent. The socket's
+It serves code.run and process.* on a Unix socket (default /run/boxwright/runner.sock, mode 0660,
+group sandbox so the agent can connect) with the same dispatcher as the agent. The socket's
 permissions are its authentication: only the agent and runner users can reach it.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import grp
+import logging
 import os
 import signal
 import stat
@@ -29,6 +31,7 @@ from sandbox_image.logs import setup_logging
 from sandbox_image.server import build_app
 
 SOCKET_MODE = 0o660
+log = logging.getLogger("boxwright.runner")
 
 
 def create_runner_app(config: RunnerConfig) -> web.Application:
@@ -69,7 +72,21 @@ async def start_runner(config: RunnerConfig) -> web.AppRunner:
     site = web.UnixSite(app_runner, config.socket)
     await site.start()
     os.chmod(config.socket, SOCKET_MODE)
+    share_socket(config.socket, config.socket_group)
     return app_runner
+
+
+def share_socket(path: str, group: str | None) -> None:
+    """Give the socket to the shared group: it is created with our primary group (runner), which the
+    agent is not in. Changing to a group we belong to needs no capability."""
+    if not group:
+        return
+    try:
+        gid = grp.getgrnam(group).gr_gid
+    except KeyError:
+        log.warning("group %r does not exist; the socket keeps group %d", group, os.stat(path).st_gid)
+        return
+    os.chown(path, -1, gid)
 
 
 async def serve(config: RunnerConfig) -> None:

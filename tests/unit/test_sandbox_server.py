@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import grp
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ from rpc.errors import ErrorCode
 from rpc.methods import FILE_READ, SANDBOX_INFO
 from rpc.models.files import FileReadParams, FileReadResult
 from rpc.models.sandbox import Health, SandboxInfoParams, SandboxInfoResult
+from sandbox_image.code.daemon import share_socket
 from sandbox_image.config import AgentConfig, ConfigError
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.server import build_app
@@ -260,6 +262,16 @@ async def test_runner_validation_errors_come_back_intact(
 
 async def test_runner_socket_is_group_accessible(runner_daemon: Any) -> None:
     assert os.stat(runner_daemon.socket).st_mode & 0o777 == 0o660
+
+
+def test_runner_socket_is_handed_to_the_shared_group(tmp_path: Path) -> None:
+    path = tmp_path / "f.sock"
+    path.touch()
+    group = grp.getgrgid(os.getgid()).gr_name
+    share_socket(str(path), group)
+    assert path.stat().st_gid == os.getgid()
+    share_socket(str(path), "no-such-group-boxwright")  # logged, not fatal
+    share_socket(str(path), None)
 
 
 # ---------------------------------------------------------------- configuration
