@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from rpc.deadline import DEADLINE_FIELD, Deadline
 from rpc.envelope import RequestId, RpcError, RpcRequest, RpcResponse
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.methods import Method
+from rpc.methods import BY_NAME, Method
 from rpc.models.base import Params, Result
 
 P = TypeVar("P", bound=Params)
@@ -162,9 +162,12 @@ class Dispatcher:
     async def _call(self, request: RpcRequest, received_at: float) -> Any:
         registration = self._handlers.get(request.method)
         if registration is None:
+            known = request.method in BY_NAME  # in the contract, but no handler here (older image?)
             raise BoxwrightError(
                 ErrorCode.METHOD_NOT_FOUND,
-                f"unknown method {request.method!r}",
+                f"method {request.method!r} is not served by this {self.name}"
+                if known
+                else f"unknown method {request.method!r}",
                 details={"method": request.method, "knownMethods": self.method_names},
             )
         method = registration.method

@@ -122,6 +122,9 @@ async def test_unknown_method_lists_known_ones(agent: Client, auth_headers: dict
     known = body["error"]["data"]["details"]["knownMethods"]
     assert {"sandbox.info", "file.read", "code.run", "process.kill"} <= set(known)
     assert body["id"] == 1
+    unserved = await call(agent, auth_headers, "browser.goto", url="https://example.com")
+    assert error_of(unserved)[1] == ErrorCode.METHOD_NOT_FOUND  # in the contract, no handler yet
+    assert "not served" in unserved["error"]["message"]
 
 
 async def test_bad_params_name_fields_but_never_echo_values(agent: Client, auth_headers: dict[str, str]) -> None:
