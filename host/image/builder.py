@@ -149,7 +149,7 @@ def _build_locked(client: docker.DockerClient, *, progress: Progress, no_cache: 
             details={"image": tag},
         ) from exc
     if previous_id and previous_id != image_id:
-        _remove_quietly(client, previous_id)
+        _prune_replaced(client)
     progress(f"build: {tag} ready ({image_id[:19]}) in {time.monotonic() - started:.1f}s")
     return tag
 
@@ -255,10 +255,14 @@ def _project_version(root: Path) -> str:
         return "0.0.0"
 
 
-def _remove_quietly(client: docker.DockerClient, image_id: str) -> None:
-    """Drop the image a rebuild replaced (now untagged); keep it if a container still uses it."""
+def _prune_replaced(client: docker.DockerClient) -> None:
+    """Drop sandbox images that rebuilds replaced (untagged, carrying our hash label).
+
+    The engine keeps any still used by a container, running or stopped, and prunes it on a later
+    build; the venv stage's cache image has no such label and stays.
+    """
     with contextlib.suppress(docker.errors.APIError):
-        client.images.remove(image_id, noprune=False)
+        client.images.prune(filters={"dangling": True, "label": HASH_LABEL})
 
 
 @contextlib.contextmanager
