@@ -52,10 +52,13 @@ class ImageStatus:
     exists: bool
     image_hash: str | None  # our label on the image; None if absent or not built by Boxwright
     source_hash: str | None  # hash of the checkout; None without a source checkout
+    user_supplied: bool = False  # named by BOXWRIGHT_IMAGE and not built by Boxwright: used as is
 
     @property
     def current(self) -> bool:
-        return self.exists and (self.source_hash is None or self.image_hash == self.source_hash)
+        if not self.exists:
+            return False
+        return self.user_supplied or self.source_hash is None or self.image_hash == self.source_hash
 
 
 def image_status(client: docker.DockerClient) -> ImageStatus:
@@ -70,7 +73,9 @@ def image_status(client: docker.DockerClient) -> ImageStatus:
         src: str | None = current_source_hash(repo_root())
     except ImageBuildError:
         src = None
-    return ImageStatus(tag=tag, exists=exists, image_hash=labels.get(HASH_LABEL), source_hash=src)
+    image_hash = labels.get(HASH_LABEL)
+    user_supplied = exists and image_hash is None and bool(os.environ.get(IMAGE_ENV))
+    return ImageStatus(tag=tag, exists=exists, image_hash=image_hash, source_hash=src, user_supplied=user_supplied)
 
 
 def ensure_image(client: docker.DockerClient, *, progress: Progress) -> str:
@@ -83,11 +88,6 @@ def ensure_image(client: docker.DockerClient, *, progress: Progress) -> str:
     with _build_lock():
         status = image_status(client)
         if status.exists:
-            if status.source_hash is None:
-                return tag
-            if status.image_hash is None and os.environ.get(IMAGE_ENV):
-                progress(f"image: using {tag} as it is (BOXWRIGHT_IMAGE; not built by Boxwright)")
-                return tag
             if status.current:
                 return tag
             progress(f"image: {tag} is older than the source; rebuilding (cached layers make it quick)")
