@@ -24,7 +24,7 @@ from rpc.errors import BoxwrightError, ErrorCode
 log = logging.getLogger(__name__)
 
 AGENT_PORT = "8080/tcp"
-AGENT_UID, RUNNER_UID = 1000, 1001
+AGENT_UID, RUNNER_UID, SANDBOX_GID = 1000, 1001, 1500
 CODE_RUNNER_CMD = ["python3", "-m", "sandbox_image.code.daemon"]
 
 
@@ -40,6 +40,17 @@ def docker_client() -> docker.DockerClient:
             details={"cause": str(exc).splitlines()[0][:300]},
         ) from exc
     return client
+
+
+def tmpfs_mounts(size: str) -> dict[str, str]:
+    """Scratch space on a read-only root. /tmp and runner's home allow exec (compilers, pip --user);
+    /run/boxwright holds the code runner's socket: runner's, reachable by group sandbox (the agent)."""
+    return {
+        "/tmp": f"rw,exec,nosuid,nodev,size={size}",
+        "/home/agent": f"rw,nosuid,nodev,size={size},uid={AGENT_UID},gid={AGENT_UID},mode=0700",
+        "/home/runner": f"rw,exec,nosuid,nodev,size={size},uid={RUNNER_UID},gid={RUNNER_UID},mode=0700",
+        "/run/boxwright": f"rw,nosuid,nodev,noexec,size=1m,uid={RUNNER_UID},gid={SANDBOX_GID},mode=0750",
+    }
 
 
 def volume_name(sandbox_id: str) -> str:
@@ -117,12 +128,7 @@ class DockerBackend:
                 read_only=True,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges:true"],
-                tmpfs={
-                    "/tmp": f"rw,nosuid,nodev,size={s.tmp_size},mode=1777",
-                    "/home/agent": f"rw,nosuid,nodev,size={s.tmp_size},uid={AGENT_UID},gid={AGENT_UID},mode=0700",
-                    "/home/runner": f"rw,nosuid,nodev,size={s.tmp_size},uid={RUNNER_UID},gid={RUNNER_UID},mode=0700",
-                    "/run/boxwright": "rw,nosuid,nodev,noexec,size=1m,mode=1777",
-                },
+                tmpfs=tmpfs_mounts(s.tmp_size),
                 volumes={vol: {"bind": "/workspace", "mode": "rw"}},
                 shm_size=s.shm_size,
                 pids_limit=s.pids_limit,

@@ -15,7 +15,7 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.wait_strategies import HttpWaitStrategy
 
 from host.agent_client import decode_response, encode_request
-from host.backends.docker_backend import AGENT_UID, CODE_RUNNER_CMD, RUNNER_UID
+from host.backends.docker_backend import CODE_RUNNER_CMD, RUNNER_UID, SANDBOX_GID, tmpfs_mounts
 from rpc import methods
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.methods import Method, P, R
@@ -31,7 +31,6 @@ from rpc.models.files import (
 from rpc.models.sandbox import Health
 
 AGENT_PORT = 8080
-SANDBOX_GID = 1500
 
 
 class BoxwrightContainer(DockerContainer):
@@ -41,15 +40,9 @@ class BoxwrightContainer(DockerContainer):
         self.with_env("BOXWRIGHT_TOKEN_SHA256", hashlib.sha256(self.token.encode()).hexdigest())
         # Loopback only: the agent port must never be reachable from the network.
         self.ports[f"{AGENT_PORT}/tcp"] = ("127.0.0.1", None)  # type: ignore[assignment]
-        self.tmpfs.update(
-            {
-                "/tmp": "rw,nosuid,nodev,size=256m,mode=1777",
-                "/home/agent": f"rw,nosuid,nodev,size=256m,uid={AGENT_UID},gid={AGENT_UID},mode=0700",
-                "/home/runner": f"rw,nosuid,nodev,size=256m,uid={RUNNER_UID},gid={RUNNER_UID},mode=0700",
-                "/run/boxwright": "rw,nosuid,nodev,noexec,size=1m,mode=1777",
-                "/workspace": f"rw,nosuid,nodev,size=512m,uid={RUNNER_UID},gid={SANDBOX_GID},mode=2775",
-            }
-        )
+        self.tmpfs.update(tmpfs_mounts("256m"))
+        # No named volume here: the workspace is a tmpfs shaped like the image's /workspace.
+        self.tmpfs["/workspace"] = f"rw,exec,nosuid,nodev,size=512m,uid={RUNNER_UID},gid={SANDBOX_GID},mode=2775"
         self.with_kwargs(
             user="agent",
             read_only=True,
