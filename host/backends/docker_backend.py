@@ -113,32 +113,10 @@ class DockerBackend:
                 f"sandbox image {spec.image} is not built",
                 details={"image": spec.image},
             )
-        s = self.settings
         vol = volume_name(spec.sandbox_id)
         self.client.volumes.create(name=vol, labels=spec.labels)
         try:
-            container = self.client.containers.run(
-                spec.image,
-                detach=True,
-                name=container_name(spec.sandbox_id),
-                hostname="sandbox",
-                user="agent",
-                environment=spec.env,
-                labels=spec.labels,
-                read_only=True,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges:true"],
-                tmpfs=tmpfs_mounts(s.tmp_size),
-                volumes={vol: {"bind": "/workspace", "mode": "rw"}},
-                shm_size=s.shm_size,
-                pids_limit=s.pids_limit,
-                mem_limit=s.mem_limit,
-                memswap_limit=s.mem_limit,
-                nano_cpus=s.nano_cpus,
-                network=self._ensure_network(),
-                ports={AGENT_PORT: ("127.0.0.1", None)},
-                restart_policy={"Name": "no"},
-            )
+            container = self.client.containers.run(spec.image, **self.run_kwargs(spec, vol))
         except docker.errors.DockerException as exc:
             self.remove(spec.sandbox_id, None)
             raise BoxwrightError(
@@ -148,6 +126,35 @@ class DockerBackend:
             ) from exc
         container.reload()
         return self._info(container)
+
+    def run_kwargs(self, spec: StartSpec, volume: str) -> dict[str, Any]:
+        """The `containers.run` arguments of a sandbox besides its image (hardening, limits, network).
+
+        Public so that measurements (benchmarks/bench.py) start exactly the container a sandbox is.
+        Creates the namespace network on first use.
+        """
+        s = self.settings
+        return {
+            "detach": True,
+            "name": container_name(spec.sandbox_id),
+            "hostname": "sandbox",
+            "user": "agent",
+            "environment": spec.env,
+            "labels": spec.labels,
+            "read_only": True,
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges:true"],
+            "tmpfs": tmpfs_mounts(s.tmp_size),
+            "volumes": {volume: {"bind": "/workspace", "mode": "rw"}},
+            "shm_size": s.shm_size,
+            "pids_limit": s.pids_limit,
+            "mem_limit": s.mem_limit,
+            "memswap_limit": s.mem_limit,
+            "nano_cpus": s.nano_cpus,
+            "network": self._ensure_network(),
+            "ports": {AGENT_PORT: ("127.0.0.1", None)},
+            "restart_policy": {"Name": "no"},
+        }
 
     def start_code_runner(self, container_id: str) -> None:
         """Start the code runner daemon as the `runner` user.
