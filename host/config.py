@@ -23,8 +23,8 @@ class Settings(BaseModel):
     state_dir: Path = Field(default_factory=_state_home, description="Ownership locks of live sandboxes")
     max_sandboxes: int = Field(20, ge=1, description="Across all owners of this server")
     max_sandboxes_per_owner: int = Field(5, ge=1)
-    default_ttl_s: int = Field(3600, ge=60)
-    max_ttl_s: int = Field(24 * 3600, ge=60)
+    default_ttl_s: int = Field(3600, ge=10)
+    max_ttl_s: int = Field(24 * 3600, ge=10)
     startup_timeout_s: float = Field(60.0, gt=0, description="Create → agent and code runner ready")
     mem_limit: str = "2g"
     nano_cpus: int = 2_000_000_000
@@ -32,7 +32,7 @@ class Settings(BaseModel):
     shm_size: str = "256m"
     tmp_size: str = "512m"
     keep_on_exit: bool = Field(False, description="Leave sandboxes running when the server stops")
-    reap_interval_s: float = Field(15.0, gt=0)
+    reap_interval_s: float = Field(15.0, gt=0, description="How often TTLs and dead containers are checked")
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -50,6 +50,7 @@ class Settings(BaseModel):
             "mem_limit": "BOXWRIGHT_MEM_LIMIT",
             "pids_limit": "BOXWRIGHT_PIDS_LIMIT",
             "keep_on_exit": "BOXWRIGHT_KEEP_ON_EXIT",
+            "reap_interval_s": "BOXWRIGHT_REAP_INTERVAL",
         }
         for field, var in mapping.items():
             if var in env and env[var] != "":

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+import signal
+from collections.abc import Callable
 
+import anyio
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
@@ -39,10 +43,29 @@ def build_server(services: Services, resolver: CallerResolver) -> MCPServer:
     return MCPServer("boxwright", title="Boxwright", version=__version__, instructions=INSTRUCTIONS, tools=tools)
 
 
+async def _on_signal(action: Callable[[], None]) -> None:
+    """SIGTERM/SIGINT end the server through its normal shutdown, which cleans up sandboxes."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for sig in signals:
+            log.info("received %s: shutting down", sig.name)
+            action()
+            return
+
+
 async def serve_stdio(services: Services) -> None:
     server = build_server(services, CallerResolver("stdio"))
-    async with services.running():
-        await server.run_stdio_async()
+    async with services.running(), anyio.create_task_group() as tg:
+        tg.start_soon(_on_signal, tg.cancel_scope.cancel)
+        await server.run_stdio_async()  # returns when the client closes stdin
+        tg.cancel_scope.cancel()
+
+
+class _UvicornServer(uvicorn.Server):
+    """uvicorn re-raises SIGTERM after its shutdown, which would kill us before sandboxes are cleaned
+    up; signals are handled by `_on_signal` instead."""
+
+    def capture_signals(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
 
 def _is_loopback(host: str) -> bool:
@@ -83,6 +106,13 @@ async def serve_http(services: Services, *, host: str, port: int, tokens: TokenS
         )
     app, _ = http_app(services, host=host, port=port, tokens=tokens)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    async with services.running():
+    server = _UvicornServer(config)
+
+    def stop() -> None:
+        server.should_exit = True
+
+    async with services.running(), anyio.create_task_group() as tg:
+        tg.start_soon(_on_signal, stop)
         log.info("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
-        await uvicorn.Server(config).serve()
+        await server.serve()
+        tg.cancel_scope.cancel()

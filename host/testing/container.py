@@ -73,11 +73,14 @@ class BoxwrightContainer(DockerContainer):
             self._http = None
         super().stop(force=force, delete_volume=delete_volume)
 
+    def get_container_host_ip(self) -> str:
+        """The agent port is published on the engine host's loopback only (never beyond it), so this
+        needs a local engine; testcontainers' gateway/bridge guesses would not reach it."""
+        return "127.0.0.1"
+
     @property
     def base_url(self) -> str:
-        host = self.get_container_host_ip()
-        host = "127.0.0.1" if host == "localhost" else host
-        return f"http://{host}:{self.get_exposed_port(AGENT_PORT)}"
+        return f"http://127.0.0.1:{self.get_exposed_port(AGENT_PORT)}"
 
     @property
     def http(self) -> httpx.Client:

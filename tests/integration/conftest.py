@@ -10,7 +10,6 @@ import os
 import secrets
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +19,7 @@ import httpx
 import pytest
 
 from host import labels
-
-BOXWRIGHT = str(Path(sys.executable).with_name("boxwright"))
+from tests.integration.mcp_helpers import BOXWRIGHT
 
 
 @pytest.fixture(scope="session")
@@ -104,7 +102,20 @@ class HttpServer:
 
 
 @pytest.fixture(scope="session")
-def http_server(server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+def tokens(server_env: dict[str, str]) -> dict[str, str]:
+    """Bearer tokens of two owners, made with the real CLI (`boxwright token add`)."""
+    out = {}
+    for owner in ("alice", "bob"):
+        proc = subprocess.run([BOXWRIGHT, "token", "add", owner], env=server_env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        out[owner] = proc.stdout.strip()
+    return out
+
+
+@pytest.fixture(scope="session")
+def http_server(
+    server_env: dict[str, str], tokens: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HttpServer]:
     server = HttpServer(server_env, tmp_path_factory.mktemp("http") / "server.log")
     yield server
     server.stop()

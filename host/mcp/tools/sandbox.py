@@ -18,7 +18,7 @@ class SandboxCreateArgs(BaseModel):
         None, pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$", description="Optional label to recognise it by"
     )
     ttlSeconds: int | None = Field(
-        None, ge=60, le=7 * 24 * 3600, description="Destroy automatically after this many seconds (capped by server)"
+        None, ge=10, le=7 * 24 * 3600, description="Destroy automatically after this many seconds (capped by server)"
     )
 
 

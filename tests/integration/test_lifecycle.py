@@ -1,0 +1,115 @@
+"""Sandbox lifecycle guarantees: a SIGKILLed server leaks nothing (the next start adopts healthy
+sandboxes and removes dead ones), TTLs expire, limits hold, a graceful stop cleans up."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import anyio
+import docker
+import pytest
+
+from host import labels
+from tests.integration.conftest import HttpServer
+from tests.integration.mcp_helpers import http_session
+
+
+def env_for(server_env: dict, suffix: str, tmp_path: Path, **extra: str) -> dict:
+    env = dict(server_env)
+    env.update(
+        BOXWRIGHT_NAMESPACE=f"{server_env['BOXWRIGHT_NAMESPACE']}-{suffix}",
+        BOXWRIGHT_STATE_DIR=str(tmp_path),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),  # no token file: anonymous loopback server
+    )
+    env.update(extra)
+    return env
+
+
+def containers(client: docker.DockerClient, namespace: str) -> dict[str, object]:
+    found = client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={namespace}"})
+    return {c.labels[labels.SANDBOX]: c for c in found}
+
+
+@pytest.fixture
+def cleanup_namespace(docker_client: docker.DockerClient):
+    spaces: list[str] = []
+    yield spaces
+    for ns in spaces:
+        for c in containers(docker_client, ns).values():
+            c.remove(force=True)
+        for v in docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}):
+            v.remove(force=True)
+        for n in docker_client.networks.list(names=[f"boxwright-{ns}"]):
+            n.remove()
+
+
+async def test_sigkilled_server_leaves_nothing_behind(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    env = env_for(server_env, "restart", tmp_path)
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    first = HttpServer(env, tmp_path / "first.log")
+    async with http_session(first.url) as s:
+        keep = (await s.ok("sandbox_create", {"name": "keep"}))["sandboxId"]
+        dead = (await s.ok("sandbox_create", {"name": "dead"}))["sandboxId"]
+        await s.ok("file_write", {"sandboxId": keep, "path": "state.txt", "content": "survived"})
+    first.proc.send_signal(signal.SIGKILL)
+    first.proc.wait(10)
+    first.stop()
+    assert set(containers(docker_client, ns)) == {keep, dead}  # the kill itself removed nothing
+    containers(docker_client, ns)[dead].stop(timeout=1)  # a sandbox that died meanwhile
+
+    second = HttpServer(env, tmp_path / "second.log")
+    try:
+        assert set(containers(docker_client, ns)) == {keep}, second.log()
+        assert docker_client.volumes.list(filters={"label": f"{labels.SANDBOX}={dead}"}) == []
+        async with http_session(second.url) as s:
+            listed = await s.ok("sandbox_list")
+            assert [x["sandboxId"] for x in listed["sandboxes"]] == [keep]
+            read = await s.ok("file_read", {"path": "state.txt"})  # the only sandbox is the default
+            assert read["content"] == "survived"
+    finally:
+        second.stop()  # graceful: destroys what it manages
+    assert containers(docker_client, ns) == {}
+    assert docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}) == []
+
+
+async def test_ttl_expiry_and_limits(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    env = env_for(server_env, "ttl", tmp_path, BOXWRIGHT_REAP_INTERVAL="1", BOXWRIGHT_MAX_SANDBOXES_PER_OWNER="2")
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "ttl.log")
+    try:
+        async with http_session(server.url) as s:
+            short = (await s.ok("sandbox_create", {"ttlSeconds": 10}))["sandboxId"]
+            other = (await s.ok("sandbox_create"))["sandboxId"]
+            full = await s.error("sandbox_create")
+            assert full.code == "SANDBOX_LIMIT_REACHED" and full.data["details"]["limit"] == 2
+            for _ in range(60):  # the reaper runs every second; the TTL is 10 s
+                if short not in containers(docker_client, ns):
+                    break
+                await anyio.sleep(0.5)
+            assert short not in containers(docker_client, ns), "TTL did not expire the sandbox"
+            expired = await s.error("file_list", {"sandboxId": short})
+            assert expired.code == "SANDBOX_NOT_FOUND"
+            assert other in containers(docker_client, ns)
+            await s.ok("sandbox_create")  # the expired one freed its slot
+    finally:
+        server.stop()
+    assert containers(docker_client, ns) == {}
+
+
+async def test_container_removed_behind_our_back_is_reported(
+    http_server: HttpServer, tokens: dict, docker_client: docker.DockerClient
+) -> None:
+    async with http_session(http_server.url, tokens["alice"]) as s:
+        sid = (await s.ok("sandbox_create"))["sandboxId"]
+        [c] = docker_client.containers.list(filters={"label": f"{labels.SANDBOX}={sid}"})
+        c.remove(force=True)
+        gone = await s.error("code_run", {"sandboxId": sid, "language": "bash", "code": "true"})
+        assert gone.code in ("SANDBOX_NOT_FOUND", "SANDBOX_NOT_RUNNING"), gone.text
+        await s.call("sandbox_destroy", {"sandboxId": sid})
