@@ -21,10 +21,15 @@ def _progress(line: str) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from host.mcp.server import serve_http, serve_stdio
+    from host.mcp.server import TOOLSETS, serve_http, serve_stdio
     from host.services import Services
 
-    settings = Settings.from_env(keep_on_exit=True if args.keep_sandboxes else None)
+    toolsets = [t.strip() for t in args.toolsets.split(",")] if args.toolsets else None
+    settings = Settings.from_env(keep_on_exit=True if args.keep_sandboxes else None, toolsets=toolsets)
+    unknown = set(settings.toolsets or ()) - set(TOOLSETS)
+    if unknown:
+        print(f"unknown toolset(s) {sorted(unknown)}; choose from {sorted(TOOLSETS)}", file=sys.stderr)
+        return 2
     services = Services(settings)
     if args.http:
         tokens = TokenStore.load(Path(args.token_file))
@@ -168,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8765)
     s.add_argument("--token-file", default=str(default_token_file()), help="bearer tokens for --http")
+    s.add_argument("--toolsets", default=None, help="comma-separated: sandbox,code,files,browser (default: all)")
     s.add_argument("--keep-sandboxes", action="store_true", help="leave sandboxes running when the server stops")
     s.set_defaults(func=cmd_serve)
 

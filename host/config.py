@@ -32,6 +32,7 @@ class Settings(BaseModel):
     shm_size: str = "256m"
     tmp_size: str = "512m"
     keep_on_exit: bool = Field(False, description="Leave sandboxes running when the server stops")
+    toolsets: list[str] | None = Field(None, description="Tool groups to offer (sandbox, code, files, browser)")
     reap_interval_s: float = Field(15.0, gt=0, description="How often TTLs and dead containers are checked")
 
     @classmethod
@@ -55,6 +56,8 @@ class Settings(BaseModel):
         for field, var in mapping.items():
             if var in env and env[var] != "":
                 values[field] = env[var]
+        if env.get("BOXWRIGHT_TOOLSETS"):
+            values["toolsets"] = [t.strip() for t in env["BOXWRIGHT_TOOLSETS"].split(",") if t.strip()]
         if "BOXWRIGHT_CPUS" in env:
             values["nano_cpus"] = int(float(env["BOXWRIGHT_CPUS"]) * 1e9)
         values.update({k: v for k, v in overrides.items() if v is not None})

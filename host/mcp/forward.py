@@ -36,15 +36,23 @@ def forward_tool(
     summary: Callable[[Any, Any], str],
     annotations: ToolAnnotations,
     title: str | None = None,
+    guard: Callable[[Invocation[Any]], None] | None = None,
+    present: Callable[[Any], ToolOutput] | None = None,
+    output: type[BaseModel] | None = None,
 ) -> ToolSpec[Any]:
+    """`guard` may refuse a call before it reaches the sandbox; `present` (with its `output` model)
+    reshapes the RPC result for MCP, e.g. to move image bytes into image content."""
     input_model = with_sandbox_id(method.params, name)
 
     async def handler(inv: Invocation[Any]) -> ToolOutput:
+        if guard is not None:
+            guard(inv)
         params = method.params.model_validate(inv.args.model_dump(exclude={"sandboxId"}, exclude_unset=True))
         rec, result = await manager.call(
             inv.caller, inv.args.sandboxId, method, params, inv.deadline.child(TOOL_MARGIN_S)
         )
-        return ToolOutput(result=result, summary=f"{name} ok: {summary(params, result)}", sandbox_id=rec.id)
+        out = ToolOutput(result=result, summary=f"{name} ok: {summary(params, result)}", sandbox_id=rec.id)
+        return present(out) if present is not None else out
 
     def budget_s(args: Any) -> float:
         return method.budget_ms(args) / 1000 + TRANSPORT_MARGIN_S + TOOL_MARGIN_S
@@ -54,7 +62,7 @@ def forward_tool(
         title=title,
         description=description,
         input=input_model,
-        output=method.result,
+        output=output or method.result,
         handler=handler,
         budget_s=budget_s,
         annotations=annotations,

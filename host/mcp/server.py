@@ -6,7 +6,7 @@ import contextlib
 import ipaddress
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import anyio
 import uvicorn
@@ -20,7 +20,7 @@ from host import __version__
 from host.mcp.auth import BearerAuthMiddleware, TokenStore
 from host.mcp.caller import CallerResolver
 from host.mcp.registry import ToolSpec, build_tool
-from host.mcp.tools import code, files, sandbox
+from host.mcp.tools import browser, code, files, sandbox
 from host.services import Services
 
 log = logging.getLogger(__name__)
@@ -29,17 +29,25 @@ INSTRUCTIONS = """\
 Boxwright gives you disposable, isolated computers (sandboxes). Call sandbox_create first; later \
 tools act on that sandbox unless you pass another sandboxId. Run code with code_run (python or \
 bash; background=true for servers), move data with file_read/file_write/file_list (paths relative \
-to /workspace), and destroy the sandbox with sandbox_destroy when done. Every result starts with a \
+to /workspace), browse with browser_goto then browser_snapshot (act on elements by their [ref_N] \
+with browser_click/browser_type), and destroy the sandbox with sandbox_destroy when done. Every result starts with a \
 one-line summary followed by JSON; errors carry errorCode and recoverHint — follow the hint."""
 
 
-def tool_specs(services: Services) -> list[ToolSpec]:
-    m = services.manager
-    return [*sandbox.tools(m), *code.tools(m), *files.tools(m)]
+TOOLSETS = {"sandbox": sandbox.tools, "code": code.tools, "files": files.tools, "browser": browser.tools}
+
+
+def tool_specs(services: Services, toolsets: Sequence[str] | None = None) -> list[ToolSpec]:
+    """The tools of the chosen toolsets (all by default); `sandbox` is always included."""
+    chosen = set(toolsets or TOOLSETS) | {"sandbox"}
+    unknown = chosen - set(TOOLSETS)
+    if unknown:
+        raise ValueError(f"unknown toolset(s) {sorted(unknown)}; choose from {sorted(TOOLSETS)}")
+    return [spec for name, make in TOOLSETS.items() if name in chosen for spec in make(services.manager)]
 
 
 def build_server(services: Services, resolver: CallerResolver) -> MCPServer:
-    tools = [build_tool(spec, resolver) for spec in tool_specs(services)]
+    tools = [build_tool(spec, resolver) for spec in tool_specs(services, services.settings.toolsets)]
     return MCPServer("boxwright", title="Boxwright", version=__version__, instructions=INSTRUCTIONS, tools=tools)
 
 
