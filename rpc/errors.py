@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class ErrorCode(StrEnum):
@@ -181,3 +181,12 @@ class BoxwrightError(Exception):
     @classmethod
     def from_body(cls, body: ErrorBody) -> BoxwrightError:
         return cls(body.errorCode, body.error, hint=body.recoverHint, details=dict(body.details))
+
+
+def field_errors(exc: ValidationError) -> list[dict[str, str]]:
+    """`[{field, message}]` from a pydantic error, without the rejected values (they may be secrets)."""
+    out: list[dict[str, str]] = []
+    for err in exc.errors(include_input=False, include_url=False, include_context=False):
+        field = ".".join(str(part) for part in err["loc"]) or "(root)"
+        out.append({"field": field, "message": err["msg"]})
+    return out

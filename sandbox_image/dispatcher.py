@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from rpc.deadline import DEADLINE_FIELD, Deadline
 from rpc.envelope import RequestId, RpcError, RpcRequest, RpcResponse
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, field_errors
 from rpc.methods import BY_NAME, Method
 from rpc.models.base import Params, Result
 
@@ -41,15 +41,6 @@ MAX_DEADLINE_MS = 24 * 3600 * 1000
 class _Registration:
     method: Method[Any, Any]
     handler: Handler[Any, Any]
-
-
-def field_errors(exc: ValidationError) -> list[dict[str, str]]:
-    """`[{field, message}]` from a pydantic error, without the rejected values (they may be secrets)."""
-    out: list[dict[str, str]] = []
-    for err in exc.errors(include_input=False, include_url=False, include_context=False):
-        field = ".".join(str(part) for part in err["loc"]) or "(root)"
-        out.append({"field": field, "message": err["msg"]})
-    return out
 
 
 def invalid_parameter(errors: list[dict[str, str]], method: str) -> BoxwrightError:
