@@ -25,6 +25,7 @@ class Settings(BaseModel):
     max_sandboxes_per_owner: int = Field(5, ge=1)
     default_ttl_s: int = Field(3600, ge=10)
     max_ttl_s: int = Field(24 * 3600, ge=10)
+    idle_timeout_s: int = Field(0, ge=0, description="Destroy sandboxes unused this long (0: never)")
     startup_timeout_s: float = Field(60.0, gt=0, description="Create → agent and code runner ready")
     mem_limit: str = "2g"
     nano_cpus: int = 2_000_000_000
@@ -47,6 +48,7 @@ class Settings(BaseModel):
             "max_sandboxes_per_owner": "BOXWRIGHT_MAX_SANDBOXES_PER_OWNER",
             "default_ttl_s": "BOXWRIGHT_DEFAULT_TTL",
             "max_ttl_s": "BOXWRIGHT_MAX_TTL",
+            "idle_timeout_s": "BOXWRIGHT_IDLE_TIMEOUT",
             "startup_timeout_s": "BOXWRIGHT_STARTUP_TIMEOUT",
             "mem_limit": "BOXWRIGHT_MEM_LIMIT",
             "pids_limit": "BOXWRIGHT_PIDS_LIMIT",

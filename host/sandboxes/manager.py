@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 ImageProvider = Callable[[], Awaitable[str]]
+Progress = Callable[[int, str], Awaitable[None]]  # (step 1..CREATE_STEPS, message)
+CREATE_STEPS = 4
 _TOMBSTONES = 256
 
 
@@ -128,7 +130,12 @@ class SandboxManager:
         name: str | None = None,
         ttl_s: int | None = None,
         deadline: Deadline | None = None,
+        progress: Progress | None = None,
     ) -> SandboxRecord:
+        async def step(n: int, message: str) -> None:
+            if progress is not None:
+                await progress(n, message)
+
         s = self.settings
         self._check_limits(caller)
         ttl = min(ttl_s or s.default_ttl_s, s.max_ttl_s)
@@ -149,12 +156,16 @@ class SandboxManager:
         started = time.monotonic()
         try:
             if self._image_provider is not None:  # may build the image on first use
+                await step(1, "checking the sandbox image (built on first use)")
                 rec.image = await self._image_provider()
             deadline = deadline or Deadline.after(s.startup_timeout_s)
+            await step(2, "starting the container")
             spec = StartSpec(sandbox_id=sid, image=rec.image, labels=self._labels(rec), env=self._env(rec))
             info = await self._thread(self.backend.start, spec)
             self._attach(rec, info)
+            await step(3, "waiting for the agent and the code runner")
             await self._wait_ready(rec, deadline)
+            await step(4, "ready")
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 logs = await self._thread(self.backend.logs_tail, rec.container_id) if rec.container_id else ""
@@ -226,6 +237,8 @@ class SandboxManager:
                 continue
             if now >= rec.expires_at:
                 await self._remove(rec, "TTL expired")
+            elif self.settings.idle_timeout_s and (now - rec.last_used).total_seconds() > self.settings.idle_timeout_s:
+                await self._remove(rec, "idle timeout")
         await self.reconcile()
 
     async def reconcile(self) -> None:

@@ -44,8 +44,18 @@ async def test_full_lifecycle(
     transport: str, server_env: dict, http_server: HttpServer, tokens: dict, docker_client: docker.DockerClient
 ) -> None:
     async with session(transport, server_env, http_server, tokens) as s:
-        created = await s.ok("sandbox_create", {"name": f"e2e {transport}"})
+        steps: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            steps.append((progress, total, message))
+
+        r = await s.client.call_tool("sandbox_create", {"name": f"e2e {transport}"}, progress_callback=on_progress)
+        assert not r.is_error, r.content
+        created = r.structured_content
         sid = created["sandboxId"]
+        # Progress notifications tell the client what the (possibly long) create is doing.
+        assert [p for p, _, _ in steps] == sorted(p for p, _, _ in steps) and steps[-1][0] == steps[-1][1]
+        assert steps[-1][2] == "ready"
         assert created["status"] == "running" and created["isDefault"]
         [container] = docker_client.containers.list(filters={"label": f"{labels.SANDBOX}={sid}"})
 

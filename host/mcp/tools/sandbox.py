@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from host.mcp.forward import SANDBOX_ID_DOC
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
-from host.sandboxes.manager import SandboxManager
+from host.sandboxes.manager import CREATE_STEPS, SandboxManager
 from host.sandboxes.models import SandboxView
 
 
@@ -51,7 +51,11 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
 
     async def create(inv: Invocation[SandboxCreateArgs]) -> ToolOutput:
         started = time.monotonic()
-        rec = await manager.create(inv.caller, name=inv.args.name, ttl_s=inv.args.ttlSeconds)
+
+        async def progress(step: int, message: str) -> None:
+            await inv.ctx.report_progress(step, CREATE_STEPS, message)
+
+        rec = await manager.create(inv.caller, name=inv.args.name, ttl_s=inv.args.ttlSeconds, progress=progress)
         view = rec.view(is_default=True).model_dump()
         result = SandboxCreateResult(**view, startupMs=int((time.monotonic() - started) * 1000))
         return ToolOutput(result, f"sandbox_create ok: {rec.id} {rec.status.value}", sandbox_id=rec.id)
