@@ -1,0 +1,952 @@
+#!/usr/bin/env python3
+"""Boxwright benchmarks: every Boxwright figure next to a bare-Docker baseline, in one run.
+
+Run by hand (not part of the test suite), against the local Docker engine and the built image:
+
+    python benchmarks/bench.py [--iterations N] [--only NAME[,NAME…]] [--json out.json] [--list]
+    python benchmarks/bench.py -n sandbox_start=30 -n memory=5      # per-benchmark iterations
+
+Why side by side: an absolute "sandbox_create takes 1.7 s" says little; "a bare `docker run` of
+the same image with the same hardening flags answers /healthz after 0.9 s" says where the rest
+goes. Each benchmark therefore times the product path (the real MCP SDK client talking to
+`boxwright serve` over stdio) and the thinnest Docker path that achieves the same thing.
+
+Everything runs in a dedicated namespace (`bench-<random>`) with its own state dir, so other
+sandboxes on the engine are never touched; every container, volume and network labelled with that
+namespace is removed at the end, also after a failure or Ctrl-C.
+
+Adding a benchmark: write `async def bench_x(h: Harness, n: int) -> list[Series]`, decorate it
+with `@benchmark("name", "title", default_n=…)`; raise `Skipped("why")` when it cannot run here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import math
+import os
+import platform
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import docker
+import docker.errors
+import httpx
+from docker.models.containers import Container
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from host import labels
+from host.agent_client import AgentClient, AgentEndpoint
+from host.backends.base import StartSpec
+from host.backends.docker_backend import AGENT_PORT, DockerBackend, volume_name
+from host.config import Settings
+from host.image.builder import ensure_image
+from rpc import methods
+from rpc.deadline import Deadline
+from rpc.models.code import CodeRunParams
+from rpc.models.files import FileReadParams, FileWriteParams
+
+PASS_THROUGH_ENV = frozenset(
+    {"BOXWRIGHT_IMAGE", "BOXWRIGHT_MEM_LIMIT", "BOXWRIGHT_CPUS", "BOXWRIGHT_PIDS_LIMIT", "BOXWRIGHT_STARTUP_TIMEOUT"}
+)
+BENCH_LABEL = labels.PREFIX + "bench"  # run id, on everything the baselines create
+CALL_TIMEOUT_S = 180.0  # backstop for one MCP call; the server bounds its own work well below
+READY_TIMEOUT_S = 60.0
+FINE_POLL_S = 0.005  # the baselines' readiness polling: as tight as is reasonable
+SETTLE_S = 3.0  # idle time before reading memory, so start-up transients are gone
+MiB = 1024 * 1024
+FILE_SIZES = {"1 KiB": 1024, "1 MiB": MiB}
+CODE = "print(1)"
+SYSTEM_PYTHON = "/usr/bin/python3"  # what code_run uses (not the agent's venv python)
+PAGE_PORT = 8000
+PAGE_HTML = """<!doctype html>
+<html><head><title>Boxwright bench page</title></head>
+<body><header><nav><a href="/">Home</a> <a href="/about">About</a></nav></header>
+<main><h1>Benchmark page</h1><p>A small local page served from inside the sandbox.</p>
+<form><label>Query <input name="q"></label> <button type="submit">Search</button></form>
+<ul><li>one</li><li>two</li><li>three</li></ul></main></body></html>
+"""
+
+
+def progress(msg: str) -> None:
+    """Progress goes to stderr so stdout stays the Markdown table (pipe-able)."""
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# -- results ---------------------------------------------------------------------------------
+@dataclass
+class Series:
+    """The samples of one (benchmark, variant) row of the table."""
+
+    benchmark: str
+    variant: str
+    unit: str  # "ms" or "MiB"
+    samples: list[float] = field(default_factory=list)
+    note: str = ""
+
+    def add(self, value: float) -> float:
+        self.samples.append(value)
+        return value
+
+    def stats(self) -> dict[str, float]:
+        s = sorted(self.samples)
+        if not s:
+            return {}
+        return {"p50": percentile(s, 0.50), "p95": percentile(s, 0.95), "min": s[0], "max": s[-1]}
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), so small n stays honest."""
+    k = (len(sorted_values) - 1) * q
+    lo = math.floor(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+class Skipped(Exception):
+    """The benchmark cannot run on this server or machine; the message says why."""
+
+
+class BenchError(Exception):
+    """A step of a benchmark failed (a tool answered isError, a container did not come up…)."""
+
+
+class ToolCallError(BenchError):
+    """A tool answered isError; `code` is its errorCode (e.g. METHOD_NOT_FOUND)."""
+
+    def __init__(self, tool: str, code: str, message: str) -> None:
+        super().__init__(f"{tool}: {code}: {message}")
+        self.code = code
+
+
+# -- registry --------------------------------------------------------------------------------
+BenchFn = Callable[["Harness", int], Awaitable[list[Series]]]
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    name: str
+    title: str
+    default_n: int
+    fn: BenchFn
+
+
+REGISTRY: dict[str, BenchSpec] = {}
+
+
+def benchmark(name: str, title: str, *, default_n: int) -> Callable[[BenchFn], BenchFn]:
+    """Register a benchmark; the table lists them in registration order."""
+
+    def register(fn: BenchFn) -> BenchFn:
+        REGISTRY[name] = BenchSpec(name, title, default_n, fn)
+        return fn
+
+    return register
+
+
+# -- the harness: one MCP server, one docker client, shared fixtures -----------------------------
+@dataclass
+class BareSandbox:
+    """A container started exactly as a sandbox is, but by us: we know its token."""
+
+    sandbox_id: str
+    container: Container
+    url: str
+    token: str
+    marks: dict[str, float] = field(default_factory=dict)  # checkpoint -> ms since `docker run` began
+
+    @property
+    def endpoint(self) -> AgentEndpoint:
+        return AgentEndpoint(self.url, self.token)
+
+
+class Harness:
+    """What benchmarks share: settings, the docker client, the MCP session, lazily made sandboxes."""
+
+    def __init__(self, run_id: str, workdir: Path) -> None:
+        self.run_id = run_id
+        self.namespace = f"bench-{run_id}"
+        self.workdir = workdir
+        self.server_log = workdir / "server.log"
+        # The same settings the server will read (image, limits) — only namespace and state differ.
+        self.settings = Settings.from_env(namespace=self.namespace, state_dir=workdir / "state")
+        self.docker = docker.from_env(timeout=120)
+        self.backend = DockerBackend(self.settings, self.docker)
+        self.agent = AgentClient()
+        self.http = httpx.Client(trust_env=False, timeout=2.0)
+        self.mcp: Client | None = None
+        self.tools: set[str] = set()
+        self.server_pid: int | None = None
+        self.server_start_ms: float | None = None
+        self._shared: tuple[str, Container] | None = None
+        self._bare: BareSandbox | None = None
+        self._serial = 0
+
+    # -- MCP session ---------------------------------------------------------------------
+    def server_command(self) -> list[str]:
+        script = Path(sys.executable).with_name("boxwright")
+        return [str(script), "serve"] if script.exists() else [sys.executable, "-m", "host.cli", "serve"]
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        """`boxwright serve` over stdio through the real SDK client; its stderr goes to server.log."""
+        cmd = self.server_command()
+        # Of the BOXWRIGHT_* knobs only those shaping the container pass (the baselines read the
+        # same ones); toolsets, TTLs, idle timeouts or keep-on-exit from the caller's shell could
+        # hide tools, reap the shared sandbox mid-run or leave sandboxes behind.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BOXWRIGHT_") or k in PASS_THROUGH_ENV}
+        env.update(
+            BOXWRIGHT_NAMESPACE=self.namespace,
+            BOXWRIGHT_STATE_DIR=str(self.settings.state_dir),
+            BOXWRIGHT_IMAGE=self.settings.image,
+        )
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=env)
+        with self.server_log.open("w") as errlog:
+            started = time.perf_counter()
+            async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
+                self.server_start_ms = (time.perf_counter() - started) * 1000
+                self.mcp = client
+                self.server_pid = _find_child(cmd)
+                self.tools = {t.name for t in (await client.list_tools()).tools}
+                progress(
+                    f"MCP server up in {self.server_start_ms:.0f} ms (pid {self.server_pid}); "
+                    f"{len(self.tools)} tools; log {self.server_log}"
+                )
+                try:
+                    yield
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self._release_fixtures()
+                        await self.agent.aclose()
+                    self.mcp = None
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        """One tools/call; an isError answer raises ToolCallError with the server's errorCode."""
+        assert self.mcp is not None, "no MCP session"
+        with anyio.fail_after(CALL_TIMEOUT_S):
+            result = await self.mcp.call_tool(tool, args)
+        if result.is_error:
+            body = result.structured_content or {}
+            text = " ".join(getattr(c, "text", "") for c in result.content)
+            raise ToolCallError(tool, str(body.get("errorCode", "?")), str(body.get("error") or text[:500]))
+        return dict(result.structured_content or {})
+
+    async def timed_call(self, tool: str, args: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        started = time.perf_counter()
+        data = await self.call(tool, args)
+        return (time.perf_counter() - started) * 1000, data
+
+    async def first_browser_call(self, tool: str, args: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """The first browser call of a benchmark: skips it if the agent has no browser yet."""
+        try:
+            return await self.timed_call(tool, args)
+        except ToolCallError as exc:
+            if exc.code != "METHOD_NOT_FOUND":
+                raise
+            raise Skipped(
+                f"the server offers {tool} but the sandbox's agent does not serve browser.* yet "
+                "(METHOD_NOT_FOUND); it starts working once the agent's browser is in the image"
+            ) from exc
+
+    def require_tools(self, *names: str) -> None:
+        missing = [n for n in names if n not in self.tools]
+        if missing:
+            raise Skipped(
+                f"the server has no {', '.join(missing)} tool (tools/list: {len(self.tools)} tools); "
+                "this benchmark starts working once the browser lands"
+            )
+
+    def container_of(self, sandbox_id: str) -> Container:
+        found = self.docker.containers.list(filters={"label": f"{labels.SANDBOX}={sandbox_id}"})
+        if len(found) != 1:
+            raise BenchError(f"expected one container for {sandbox_id}, found {len(found)}")
+        return found[0]
+
+    async def shared_sandbox(self) -> tuple[str, Container]:
+        """One MCP sandbox reused by the warm benchmarks (file_read, code_run, browser pages)."""
+        if self._shared is None:
+            data = await self.call("sandbox_create", {"name": "bench-shared"})
+            sid = data["sandboxId"]
+            self._shared = (sid, self.container_of(sid))
+            progress(f"shared sandbox {sid} ready")
+        return self._shared
+
+    async def bare_sandbox(self) -> BareSandbox:
+        """One bare sandbox (agent + code runner, our token) for the direct-RPC variants."""
+        if self._bare is None:
+            self._bare = self.start_bare("direct", with_runner=True)
+        return self._bare
+
+    async def _release_fixtures(self) -> None:
+        if self._shared is not None and self.mcp is not None:
+            with contextlib.suppress(Exception):
+                await self.call("sandbox_destroy", {"sandboxId": self._shared[0]})
+        self._shared = None
+        if self._bare is not None:
+            self.remove_bare(self._bare)
+            self._bare = None
+
+    # -- bare containers ------------------------------------------------------------------
+    def start_bare(
+        self,
+        tag: str,
+        *,
+        with_runner: bool,
+        waits: Callable[[], Iterator[float]] | None = None,
+        runner_at_once: bool = False,
+    ) -> BareSandbox:
+        """`docker run -d` with the backend's own run arguments, then poll /healthz.
+
+        Marks (ms since start): `run` when docker returned the container, `agent` when /healthz
+        answered, `runner` when the code runner (started like the manager does) was connected.
+        `waits` yields the sleeps between probes (default: a tight FINE_POLL_S loop).
+        `runner_at_once` execs the code runner right after `docker run` (both boot in parallel)
+        instead of after the agent answered, as the manager does today.
+        """
+        self._serial += 1
+        sid = f"{self.namespace}-{tag}{self._serial}"
+        token = secrets.token_urlsafe(32)
+        spec = StartSpec(
+            sandbox_id=sid,
+            image=self.settings.image,
+            # No io.boxwright.sandbox label: the server under test must neither adopt nor reap these.
+            labels={labels.NAMESPACE: self.namespace, BENCH_LABEL: self.run_id},
+            env={"BOXWRIGHT_TOKEN_SHA256": hashlib.sha256(token.encode()).hexdigest()},
+        )
+        vol = volume_name(sid)
+        started = time.perf_counter()
+        self.docker.volumes.create(name=vol, labels=spec.labels)
+        container = self.docker.containers.run(spec.image, **self.backend.run_kwargs(spec, vol))
+        container.reload()
+        port = container.ports[AGENT_PORT][0]["HostPort"]
+        bare = BareSandbox(sid, container, f"http://127.0.0.1:{port}", token)
+        bare.marks["run"] = (time.perf_counter() - started) * 1000
+        try:
+            if runner_at_once:
+                self.backend.start_code_runner(container.id or "")
+                self._poll_health(bare, need_runner=True, waits=waits)
+                bare.marks["runner"] = (time.perf_counter() - started) * 1000
+                return bare
+            self._poll_health(bare, need_runner=False, waits=waits)
+            bare.marks["agent"] = (time.perf_counter() - started) * 1000
+            if with_runner:
+                self.backend.start_code_runner(container.id or "")
+                self._poll_health(bare, need_runner=True, waits=waits)
+                bare.marks["runner"] = (time.perf_counter() - started) * 1000
+        except BaseException:
+            self.remove_bare(bare)
+            raise
+        return bare
+
+    def _poll_health(
+        self, bare: BareSandbox, *, need_runner: bool, waits: Callable[[], Iterator[float]] | None
+    ) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        sleeps = waits() if waits else iter(lambda: FINE_POLL_S, None)
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                resp = self.http.get(f"{bare.url}/healthz")
+                if resp.status_code == 200 and (not need_runner or resp.json().get("codeRunnerReady")):
+                    return
+            time.sleep(next(sleeps))
+        raise BenchError(f"bare container {bare.sandbox_id} not ready in {READY_TIMEOUT_S:.0f}s")
+
+    def remove_bare(self, bare: BareSandbox) -> float:
+        started = time.perf_counter()
+        with contextlib.suppress(docker.errors.NotFound):
+            bare.container.remove(force=True, v=True)
+        self.backend.remove_volume(volume_name(bare.sandbox_id))
+        return (time.perf_counter() - started) * 1000
+
+    # -- measurements of processes and containers --------------------------------------------
+    def container_memory(self, container: Container) -> dict[str, float]:
+        """`docker stats` figure (usage minus inactive file cache) and anonymous RSS, in MiB."""
+        raw: Any = container.stats(stream=False, one_shot=True)
+        mem = raw.get("memory_stats") or {}
+        st = mem.get("stats") or {}
+        usage = float(mem.get("usage", 0))
+        inactive = float(st.get("total_inactive_file", st.get("inactive_file", 0)))
+        rss = float(st.get("total_rss", st.get("anon", 0)))
+        return {"usage": (usage - inactive) / MiB, "rss": rss / MiB}
+
+    def server_rss(self) -> dict[str, float]:
+        """VmRSS and VmHWM (peak) of the MCP server process, in MiB; empty if it is not found."""
+        if self.server_pid is None:
+            return {}
+        try:
+            status = Path(f"/proc/{self.server_pid}/status").read_text()
+        except OSError:
+            return {}
+        out = {}
+        for line in status.splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) / 1024
+        return out
+
+    # -- cleanup --------------------------------------------------------------------------
+    def sweep(self) -> None:
+        """Remove everything labelled with our namespace (sandboxes, baselines, volumes, network)."""
+        self._stop_server()
+        with contextlib.suppress(Exception):
+            self.http.close()
+        flt = {"label": f"{labels.NAMESPACE}={self.namespace}"}
+        removed_c = removed_v = 0
+        for c in self.docker.containers.list(all=True, filters=flt):
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+                c.remove(force=True, v=True)
+                removed_c += 1
+        for v in self.docker.volumes.list(filters=flt):
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+                v.remove(force=True)
+                removed_v += 1
+        networks = self.docker.networks.list(names=[f"boxwright-{self.namespace}"])
+        for net in networks:
+            for attempt in range(5):
+                try:
+                    net.remove()
+                    break
+                except docker.errors.NotFound:
+                    break
+                except docker.errors.APIError:
+                    if attempt == 4:
+                        progress(f"cleanup: could not remove network {net.name}")
+                    time.sleep(0.5)
+        progress(
+            f"cleanup: namespace {self.namespace}: removed {removed_c} leftover containers, "
+            f"{removed_v} volumes, {len(networks)} network"
+        )
+
+    def _stop_server(self) -> None:
+        """The SDK client ends the server on exit; only if it is still alive (interrupted), end it."""
+        pid = self.server_pid
+        if pid is None or not _alive(pid):
+            return
+        progress(f"cleanup: MCP server pid {pid} still running; sending SIGTERM")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        for _ in range(100):  # the server destroys its sandboxes on the way out
+            if not _alive(pid):
+                return
+            time.sleep(0.1)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _find_child(cmd: Sequence[str]) -> int | None:
+    """The pid of the server the SDK spawned: our child whose command line is `cmd`."""
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == me and any(arg.decode(errors="replace").endswith(cmd[-1]) for arg in argv):
+            return int(entry.name)
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped by the SDK) counts as gone.
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return False
+
+
+def manager_waits() -> Iterator[float]:
+    """The SandboxManager's probe schedule (tenacity wait_exponential(multiplier=0.02, max=0.25))."""
+    k = 0
+    while True:
+        yield min(0.02 * 2**k, 0.25)
+        k += 1
+
+
+# -- benchmarks ------------------------------------------------------------------------------
+@benchmark("sandbox_start", "Sandbox start (create → ready, then remove)", default_n=5)
+async def bench_sandbox_start(h: Harness, n: int) -> list[Series]:
+    """Bare `docker run` (same hardening) polled tightly, the same with the manager's backoff,
+    and sandbox_create through MCP — interleaved per iteration so drift hits all alike."""
+    b = "sandbox_start"
+    run = Series(b, "bare: docker run returned", "ms")
+    agent = Series(b, "bare: docker run → agent /healthz (baseline)", "ms")
+    runner = Series(b, "bare: … + code runner exec → ready", "ms")
+    mgr = Series(b, "bare: same, manager's poll backoff", "ms", note="20 ms ×2 per probe, max 250 ms")
+    par = Series(b, "bare: runner exec'd right after run (parallel boot)", "ms", note="what-if, 5 ms polling")
+    create = Series(b, "sandbox_create (MCP stdio)", "ms")
+    server = Series(b, "sandbox_create server-side (startupMs)", "ms")
+    rm = Series(b, "bare: docker rm -f + volume rm", "ms")
+    destroy = Series(b, "sandbox_destroy (MCP stdio)", "ms")
+
+    async def mcp_once() -> tuple[float, float, float]:
+        ms, data = await h.timed_call("sandbox_create", {})
+        d_ms, _ = await h.timed_call("sandbox_destroy", {"sandboxId": data["sandboxId"]})
+        return ms, float(data["startupMs"]), d_ms
+
+    progress(f"{b}: warm-up (first create after server start is not counted)")
+    h.remove_bare(h.start_bare("warm", with_runner=True))
+    await mcp_once()
+    for i in range(n):
+        bare = h.start_bare("start", with_runner=True)
+        run.add(bare.marks["run"])
+        agent.add(bare.marks["agent"])
+        runner.add(bare.marks["runner"])
+        rm.add(h.remove_bare(bare))
+        bare = h.start_bare("mgr", with_runner=True, waits=manager_waits)
+        mgr.add(bare.marks["runner"])
+        h.remove_bare(bare)
+        bare = h.start_bare("par", with_runner=True, runner_at_once=True)
+        par.add(bare.marks["runner"])
+        h.remove_bare(bare)
+        c_ms, s_ms, d_ms = await mcp_once()
+        create.add(c_ms)
+        server.add(s_ms)
+        destroy.add(d_ms)
+        progress(
+            f"{b} {i + 1}/{n}: bare /healthz {agent.samples[-1]:.0f} ms, +runner {runner.samples[-1]:.0f} ms, "
+            f"manager backoff {mgr.samples[-1]:.0f} ms, parallel {par.samples[-1]:.0f} ms | "
+            f"sandbox_create {c_ms:.0f} ms (server {s_ms:.0f})"
+        )
+    return [run, agent, runner, mgr, par, create, server, rm, destroy]
+
+
+@benchmark("memory", "Memory of an idle sandbox and of the MCP server", default_n=3)
+async def bench_memory(h: Harness, n: int) -> list[Series]:
+    """Idle container memory (`docker stats` usage and anonymous RSS) after SETTLE_S: bare agent
+    only vs a sandbox from sandbox_create (agent + code runner); and the server's RSS."""
+    b = "memory"
+    bare_use = Series(b, "bare container, agent only: docker stats (baseline)", "MiB")
+    bare_rss = Series(b, "bare container, agent only: rss", "MiB")
+    sbx_use = Series(b, "sandbox (agent + code runner): docker stats", "MiB")
+    sbx_rss = Series(b, "sandbox (agent + code runner): rss", "MiB")
+    srv0 = Series(b, "MCP server RSS, no sandbox", "MiB")
+    srv1 = Series(b, "MCP server RSS, 1 idle sandbox", "MiB")
+    peak = Series(b, "MCP server peak RSS (VmHWM) so far", "MiB")
+    for i in range(n):
+        bare = h.start_bare("mem", with_runner=False)
+        await anyio.sleep(SETTLE_S)
+        m = h.container_memory(bare.container)
+        bare_use.add(m["usage"])
+        bare_rss.add(m["rss"])
+        h.remove_bare(bare)
+
+        if rss := h.server_rss():
+            srv0.add(rss["VmRSS"])
+        data = await h.call("sandbox_create", {})
+        sid = data["sandboxId"]
+        try:
+            await anyio.sleep(SETTLE_S)
+            m = h.container_memory(h.container_of(sid))
+            sbx_use.add(m["usage"])
+            sbx_rss.add(m["rss"])
+            if rss := h.server_rss():
+                srv1.add(rss["VmRSS"])
+                peak.add(rss["VmHWM"])
+        finally:
+            await h.call("sandbox_destroy", {"sandboxId": sid})
+        progress(
+            f"{b} {i + 1}/{n}: bare {bare_use.samples[-1]:.1f} MiB, sandbox {sbx_use.samples[-1]:.1f} MiB, "
+            f"server {srv1.samples[-1] if srv1.samples else float('nan'):.1f} MiB"
+        )
+    return [s for s in (bare_use, bare_rss, sbx_use, sbx_rss, srv0, srv1, peak) if s.samples]
+
+
+@benchmark("file_read", "File read round trip (warm)", default_n=30)
+async def bench_file_read(h: Harness, n: int) -> list[Series]:
+    """`docker exec cat` vs the agent's /rpc called directly vs file_read through MCP."""
+    sid, container = await h.shared_sandbox()
+    bare = await h.bare_sandbox()
+    out: list[Series] = []
+    for label, size in FILE_SIZES.items():
+        out += await _file_read_one_size(h, n, sid, container, bare, label, size)
+    return out
+
+
+async def _file_read_one_size(
+    h: Harness, n: int, sid: str, container: Container, bare: BareSandbox, label: str, size: int
+) -> list[Series]:
+    b = "file_read"
+    path = f"bench/f_{size}.txt"
+    content = ("0123456789abcdef" * (size // 16 + 1))[:size]
+    await h.call("file_write", {"sandboxId": sid, "path": path, "content": content})
+    await h.agent.call(
+        bare.endpoint, methods.FILE_WRITE, FileWriteParams(path=path, content=content), Deadline.after(30)
+    )
+    exec_s = Series(b, f"{label}: docker exec cat (baseline)", "ms")
+    rpc_s = Series(b, f"{label}: agent /rpc direct (no MCP)", "ms")
+    mcp_s = Series(b, f"{label}: file_read (MCP stdio)", "ms")
+
+    def via_exec() -> float:
+        started = time.perf_counter()
+        code, data = container.exec_run(["cat", f"/workspace/{path}"])
+        ms = (time.perf_counter() - started) * 1000
+        if code != 0 or len(data) != size:
+            raise BenchError(f"docker exec cat: exit {code}, {len(data)} bytes")
+        return ms
+
+    async def via_rpc() -> float:
+        started = time.perf_counter()
+        r = await h.agent.call(bare.endpoint, methods.FILE_READ, FileReadParams(path=path), Deadline.after(30))
+        ms = (time.perf_counter() - started) * 1000
+        if r.size != size or not r.eof:
+            raise BenchError(f"agent file.read: {r.size} bytes, eof {r.eof}")
+        return ms
+
+    async def via_mcp() -> float:
+        ms, data = await h.timed_call("file_read", {"sandboxId": sid, "path": path})
+        if len(data["content"]) != size:
+            raise BenchError(f"file_read returned {len(data['content'])} chars")
+        return ms
+
+    for _ in range(2):  # warm-up: connections, page cache, first-call imports
+        via_exec()
+        await via_rpc()
+        await via_mcp()
+    for i in range(n):
+        exec_s.add(via_exec())
+        rpc_s.add(await via_rpc())
+        mcp_s.add(await via_mcp())
+        if (i + 1) % 10 == 0 or i + 1 == n:
+            progress(f"{b} {label} {i + 1}/{n}")
+    return [exec_s, rpc_s, mcp_s]
+
+
+@benchmark("code_run", f"Code run: python3 -c {CODE!r} (warm)", default_n=30)
+async def bench_code_run(h: Harness, n: int) -> list[Series]:
+    """`docker exec python3 -c` (as the runner user) vs agent /rpc code.run vs code_run via MCP."""
+    b = "code_run"
+    sid, container = await h.shared_sandbox()
+    bare = await h.bare_sandbox()
+    exec_s = Series(b, "docker exec python3 -c (baseline)", "ms", note="user runner, /usr/bin/python3")
+    rpc_s = Series(b, "agent /rpc code.run direct (no MCP)", "ms")
+    mcp_s = Series(b, "code_run (MCP stdio)", "ms")
+    inner = Series(b, "code_run in-container durationMs", "ms")
+
+    def via_exec() -> float:
+        started = time.perf_counter()
+        code, data = container.exec_run([SYSTEM_PYTHON, "-c", CODE], user="runner", workdir="/workspace")
+        ms = (time.perf_counter() - started) * 1000
+        if code != 0 or data.strip() != b"1":
+            raise BenchError(f"docker exec python3: exit {code}, {data[:200]!r}")
+        return ms
+
+    async def via_rpc() -> float:
+        started = time.perf_counter()
+        r = await h.agent.call(
+            bare.endpoint, methods.CODE_RUN, CodeRunParams(language="python", code=CODE), Deadline.after(60)
+        )
+        ms = (time.perf_counter() - started) * 1000
+        if r.exitCode != 0 or r.stdout.strip() != "1":
+            raise BenchError(f"agent code.run: exit {r.exitCode}, {r.stderr[:200]!r}")
+        return ms
+
+    async def via_mcp() -> tuple[float, float]:
+        ms, data = await h.timed_call("code_run", {"sandboxId": sid, "language": "python", "code": CODE})
+        if data.get("exitCode") != 0 or data.get("stdout", "").strip() != "1":
+            raise BenchError(f"code_run: {data}")
+        return ms, float(data["durationMs"])
+
+    for _ in range(2):
+        via_exec()
+        await via_rpc()
+        await via_mcp()
+    for i in range(n):
+        exec_s.add(via_exec())
+        rpc_s.add(await via_rpc())
+        ms, dur = await via_mcp()
+        mcp_s.add(ms)
+        inner.add(dur)
+        if (i + 1) % 10 == 0 or i + 1 == n:
+            progress(f"{b} {i + 1}/{n}")
+    return [exec_s, rpc_s, mcp_s, inner]
+
+
+@benchmark("browser_first_call", "First browser call after sandbox_create", default_n=3)
+async def bench_browser_first_call(h: Harness, n: int) -> list[Series]:
+    """A fresh sandbox's first browser_goto pays for launching Chromium; the second one does not."""
+    h.require_tools("browser_goto")
+    b = "browser_first_call"
+    first = Series(b, "browser_goto about:blank, first call (cold)", "ms")
+    second = Series(b, "browser_goto about:blank, second call (warm)", "ms")
+    for i in range(n):
+        data = await h.call("sandbox_create", {})
+        sid = data["sandboxId"]
+        try:
+            ms, _ = await h.first_browser_call("browser_goto", {"sandboxId": sid, "url": "about:blank"})
+            first.add(ms)
+            ms, _ = await h.timed_call("browser_goto", {"sandboxId": sid, "url": "about:blank"})
+            second.add(ms)
+        finally:
+            await h.call("sandbox_destroy", {"sandboxId": sid})
+        progress(f"{b} {i + 1}/{n}: first {first.samples[-1]:.0f} ms, second {second.samples[-1]:.0f} ms")
+    return [first, second]
+
+
+@benchmark("browser_page", "browser_goto + browser_snapshot of a page served in the sandbox", default_n=20)
+async def bench_browser_page(h: Harness, n: int) -> list[Series]:
+    """A local page (python -m http.server inside the sandbox) so the network is not measured."""
+    h.require_tools("browser_goto", "browser_snapshot")
+    b = "browser_page"
+    sid, _ = await h.shared_sandbox()
+    url = f"http://127.0.0.1:{PAGE_PORT}/"
+    await h.call("file_write", {"sandboxId": sid, "path": "bench_site/index.html", "content": PAGE_HTML})
+    started = await h.call(
+        "code_run",
+        {
+            "sandboxId": sid,
+            "language": "bash",
+            "code": f"exec python3 -m http.server {PAGE_PORT} --bind 127.0.0.1",
+            "cwd": "bench_site",
+            "background": True,
+        },
+    )
+    pid = started["processId"]
+    try:
+        wait = (
+            "import time, urllib.request\n"
+            "for _ in range(200):\n"
+            "    try:\n"
+            f"        urllib.request.urlopen({url!r}, timeout=1).read(); break\n"
+            "    except OSError:\n"
+            "        time.sleep(0.05)\n"
+            "else:\n"
+            "    raise SystemExit('page server did not come up')\n"
+        )
+        await h.call("code_run", {"sandboxId": sid, "language": "python", "code": wait})
+        goto = Series(b, "browser_goto local page", "ms")
+        snap = Series(b, "browser_snapshot", "ms")
+        both = Series(b, "goto + snapshot", "ms")
+        for i in range(n + 1):  # the first round launches the browser: not counted
+            goto_args = {"sandboxId": sid, "url": url}
+            g_ms, _ = await (h.first_browser_call if i == 0 else h.timed_call)("browser_goto", goto_args)
+            s_ms, data = await h.timed_call("browser_snapshot", {"sandboxId": sid})
+            if "Benchmark page" not in json.dumps(data):
+                raise BenchError("browser_snapshot does not show the local page")
+            if i == 0:
+                continue
+            goto.add(g_ms)
+            snap.add(s_ms)
+            both.add(g_ms + s_ms)
+            if i % 10 == 0 or i == n:
+                progress(f"{b} {i}/{n}")
+        return [goto, snap, both]
+    finally:
+        with contextlib.suppress(BenchError):
+            await h.call("process_kill", {"sandboxId": sid, "processId": pid})
+
+
+# -- report ----------------------------------------------------------------------------------
+def fmt(value: float) -> str:
+    return f"{value:.1f}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def markdown_table(series: list[Series]) -> str:
+    rows = ["| benchmark | variant | n | p50 | p95 | min | max | unit |", "|---|---|---:|---:|---:|---:|---:|---|"]
+    for s in series:
+        st = s.stats()
+        if not st:
+            continue
+        cells = [fmt(st[k]) for k in ("p50", "p95", "min", "max")]
+        rows.append(f"| {s.benchmark} | {s.variant} | {len(s.samples)} | {' | '.join(cells)} | {s.unit} |")
+    return "\n".join(rows)
+
+
+def machine_info(client: docker.DockerClient, image: str) -> dict[str, Any]:
+    """Enough context to compare runs: hardware, OS, engine, image, commit."""
+    info: dict[str, Any] = {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()}
+    with contextlib.suppress(OSError):
+        kib = int(Path("/proc/meminfo").read_text().split()[1])
+        info["memGiB"] = round(kib / 1024 / 1024, 1)
+    with contextlib.suppress(OSError):
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                info["os"] = line.split("=", 1)[1].strip('"')
+    with contextlib.suppress(Exception):
+        info["docker"] = client.version().get("Version")
+    with contextlib.suppress(Exception):
+        info["image"] = {"tag": image, "id": client.images.get(image).short_id}
+    with contextlib.suppress(Exception):
+        root = Path(__file__).resolve().parent.parent
+        info["commit"] = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    return info
+
+
+# -- main ------------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument(
+        "--iterations",
+        "-n",
+        action="append",
+        default=[],
+        metavar="N|NAME=N",
+        help="iterations of every benchmark, or of one (repeatable); default: each its own (see --list)",
+    )
+    p.add_argument("--only", action="append", default=[], help="benchmark name(s), comma-separated or repeated")
+    p.add_argument("--json", type=Path, default=None, help="also write the results (with raw samples) here")
+    p.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    args = p.parse_args(argv)
+    args.only = [name for item in args.only for name in item.split(",") if name]
+    unknown = [name for name in args.only if name not in REGISTRY]
+    if unknown:
+        p.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+    args.n_all, args.n_by_name = None, {}
+    for item in args.iterations:
+        name, _, value = item.rpartition("=")
+        if name and name not in REGISTRY:
+            p.error(f"--iterations {item}: unknown benchmark {name}")
+        if not value.isdigit() or int(value) < 1:
+            p.error(f"--iterations {item}: expected a positive integer")
+        if name:
+            args.n_by_name[name] = int(value)
+        else:
+            args.n_all = int(value)
+    return args
+
+
+async def run_all(h: Harness, specs: list[BenchSpec], args: argparse.Namespace) -> dict[str, Any] | None:
+    """The benchmarks in one MCP session; None when SIGTERM stopped the run (Ctrl-C raises instead)."""
+    outcome: dict[str, Any] | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_cancel_on_sigterm, tg.cancel_scope)
+        outcome = await _run_specs(h, specs, args)
+        tg.cancel_scope.cancel()
+    return outcome
+
+
+async def _cancel_on_sigterm(scope: anyio.CancelScope) -> None:
+    """SIGTERM cancels the run at the next await, so the MCP session shuts down in order."""
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            progress("SIGTERM: stopping")
+            scope.cancel()
+            return
+
+
+async def _run_specs(h: Harness, specs: list[BenchSpec], args: argparse.Namespace) -> dict[str, Any]:
+    series: list[Series] = []
+    skipped: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    async with h.session():
+        for spec in specs:
+            n = args.n_by_name.get(spec.name) or args.n_all or spec.default_n
+            progress(f"== {spec.name}: {spec.title} (n={n})")
+            started = time.perf_counter()
+            try:
+                series += await spec.fn(h, n)
+            except Skipped as exc:
+                skipped[spec.name] = str(exc)
+                progress(f"{spec.name}: SKIPPED — {exc}")
+            except Exception as exc:  # one broken benchmark must not cost the others' figures
+                failed[spec.name] = f"{type(exc).__name__}: {exc}"
+                progress(f"{spec.name}: FAILED — {failed[spec.name]}")
+                traceback.print_exc(file=sys.stderr)
+            else:
+                progress(f"{spec.name}: done in {time.perf_counter() - started:.0f} s")
+        if h.server_start_ms is not None:
+            s = Series("server", "boxwright serve: spawn → MCP initialized", "ms", [h.server_start_ms])
+            series.append(s)
+    return {"series": series, "skipped": skipped, "failed": failed}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for spec in REGISTRY.values():
+            print(f"{spec.name:20} n={spec.default_n:<3} {spec.title}")
+        return 0
+    specs = [REGISTRY[name] for name in args.only] if args.only else list(REGISTRY.values())
+
+    # Outside the event loop SIGTERM acts like Ctrl-C; inside it, _cancel_on_sigterm takes over.
+    def _interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    workdir = Path(tempfile.mkdtemp(prefix="boxwright-bench-"))
+    run_id = secrets.token_hex(4)
+    h = Harness(run_id, workdir)
+    outcome: dict[str, Any] | None = None
+    meta: dict[str, Any] = {}
+    try:
+        progress(f"namespace {h.namespace}, image {h.settings.image}, state {h.settings.state_dir}")
+        # Build or check the image up front (as `boxwright image build --if-needed`), so no
+        # rebuild can start in the middle of a measurement.
+        ensure_image(h.docker, progress=progress)
+        meta = machine_info(h.docker, h.settings.image)
+        others = [c.name for c in h.docker.containers.list() if c.labels.get(labels.NAMESPACE) != h.namespace]
+        if others:
+            progress(f"note: {len(others)} other containers are running on this engine (may add noise)")
+        meta.update({"namespace": h.namespace, "date": datetime.now(UTC).isoformat(timespec="seconds")})
+        meta["command"] = " ".join(["python", "benchmarks/bench.py", *(argv if argv is not None else sys.argv[1:])])
+        meta["otherContainersRunning"] = len(others)
+        meta["loadavgAtStart"] = [round(x, 2) for x in os.getloadavg()]
+        outcome = anyio.run(run_all, h, specs, args)
+    except KeyboardInterrupt:
+        pass
+    except Exception:
+        if h.server_log.exists():
+            tail = h.server_log.read_text(errors="replace").splitlines()[-30:]
+            progress("server log tail:\n" + "\n".join(tail))
+        raise
+    finally:
+        # A second Ctrl-C must not cut the cleanup short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            h.sweep()
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if outcome is None:
+        progress("interrupted: no results")
+        return 130
+
+    meta["loadavgAtEnd"] = [round(x, 2) for x in os.getloadavg()]
+    series: list[Series] = outcome["series"]
+    print(markdown_table(series))
+    if outcome["skipped"] or outcome["failed"]:
+        print()
+    for name, why in outcome["skipped"].items():
+        print(f"- {name}: skipped — {why}")
+    for name, why in outcome["failed"].items():
+        print(f"- {name}: FAILED — {why}")
+    if args.json:
+        payload = {
+            "meta": meta,
+            "results": [{**asdict(s), "n": len(s.samples), **s.stats()} for s in series],
+            "skipped": outcome["skipped"],
+            "failed": outcome["failed"],
+        }
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        progress(f"wrote {args.json}")
+    return 1 if outcome["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
