@@ -110,6 +110,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
         backend.remove(sid, info.container_id)
         locks.release(sid)
         print(f"{sid}: removed")
+    backend.remove_network_if_unused()
     return status
 
 

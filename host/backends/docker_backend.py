@@ -65,7 +65,6 @@ class DockerBackend:
     def __init__(self, settings: Settings, client: docker.DockerClient | None = None) -> None:
         self.settings = settings
         self.client = client or docker_client()
-        self._network: str | None = None
 
     # -- engine -----------------------------------------------------------------------------
     def ping(self) -> None:
@@ -81,11 +80,14 @@ class DockerBackend:
             return False
         return True
 
+    @property
+    def network_name(self) -> str:
+        return f"boxwright-{self.settings.namespace}"
+
     def _ensure_network(self) -> str:
-        """One bridge network per namespace, inter-container communication off."""
-        if self._network:
-            return self._network
-        name = f"boxwright-{self.settings.namespace}"
+        """One bridge network per namespace, inter-container communication off. Not cached: another
+        server of the namespace removes it when its last sandbox goes."""
+        name = self.network_name
         existing = self.client.networks.list(names=[name])
         if not existing:
             try:
@@ -101,7 +103,6 @@ class DockerBackend:
                     raise BoxwrightError(
                         ErrorCode.SANDBOX_START_FAILED, f"cannot create network {name}", details={"cause": str(exc)}
                     ) from exc
-        self._network = name
         return name
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -116,7 +117,15 @@ class DockerBackend:
         vol = volume_name(spec.sandbox_id)
         self.client.volumes.create(name=vol, labels=spec.labels)
         try:
-            container = self.client.containers.run(spec.image, **self.run_kwargs(spec, vol))
+            try:
+                container = self.client.containers.run(spec.image, **self.run_kwargs(spec, vol))
+            except docker.errors.NotFound as exc:
+                if "network" not in str(exc):
+                    raise
+                # The network went away between ensuring and using it (its last sandbox was just
+                # removed by another server of this namespace): make it again, once.
+                self._remove_container(container_name(spec.sandbox_id))
+                container = self.client.containers.run(spec.image, **self.run_kwargs(spec, vol))
         except docker.errors.DockerException as exc:
             self.remove(spec.sandbox_id, None)
             raise BoxwrightError(
@@ -174,7 +183,10 @@ class DockerBackend:
 
     def remove(self, sandbox_id: str, container_id: str | None) -> None:
         """Remove the container and its workspace volume; a no-op for what is already gone."""
-        target = container_id or container_name(sandbox_id)
+        self._remove_container(container_id or container_name(sandbox_id))
+        self.remove_volume(volume_name(sandbox_id))
+
+    def _remove_container(self, target: str) -> None:
         try:
             self.client.containers.get(target).remove(force=True, v=True)
         except docker.errors.NotFound:
@@ -182,11 +194,18 @@ class DockerBackend:
         except docker.errors.APIError as exc:
             if exc.status_code != 409:  # 409: removal already in progress
                 raise
-        self.remove_volume(volume_name(sandbox_id))
 
     def remove_volume(self, name: str) -> None:
         with contextlib.suppress(docker.errors.NotFound):
             self.client.volumes.get(name).remove(force=True)
+
+    def remove_network_if_unused(self) -> None:
+        """Drop the namespace network once no container uses it (throw-away namespaces would pile up)."""
+        for net in self.client.networks.list(names=[self.network_name]):
+            net.reload()
+            if not net.attrs.get("Containers"):
+                with contextlib.suppress(docker.errors.APIError):  # raced by a new sandbox: keep it
+                    net.remove()
 
     def list_sandboxes(self, namespace: str) -> list[ContainerInfo]:
         found = self.client.containers.list(

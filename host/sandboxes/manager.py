@@ -19,7 +19,7 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 import httpx
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from host import labels
 from host.agent_client import AgentClient, AgentEndpoint
@@ -78,6 +78,7 @@ class SandboxManager:
                 async with anyio.create_task_group() as tg:
                     for rec in list(self._records.values()):
                         tg.start_soon(self._remove, rec, "server shutdown")
+                await self._thread(self.backend.remove_network_if_unused)
         await self.agent.aclose()
 
     # -- queries -----------------------------------------------------------------------------
@@ -164,7 +165,11 @@ class SandboxManager:
             info = await self._thread(self.backend.start, spec)
             self._attach(rec, info)
             await step(3, "waiting for the agent and the code runner")
-            await self._wait_ready(rec, deadline)
+            # A fresh container has no code runner yet; it needs nothing from the agent, so both boot
+            # in parallel instead of one after the other.
+            assert rec.container_id is not None
+            await self._thread(self.backend.start_code_runner, rec.container_id)
+            await self._poll(rec, deadline, need_runner=True)
             await step(4, "ready")
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
@@ -322,7 +327,8 @@ class SandboxManager:
             rec.endpoint = AgentEndpoint(info.agent_url, rec.token)
 
     async def _wait_ready(self, rec: SandboxRecord, deadline: Deadline) -> None:
-        """Agent answering, then the code runner daemon connected (started only if it is not)."""
+        """For a sandbox found running: agent answering, then the code runner connected (started only
+        if it is not — a second daemon would take over the socket from the first)."""
         await self._poll(rec, deadline, need_runner=False)
         assert rec.endpoint is not None
         if not (await self.agent.health(rec.endpoint)).codeRunnerReady:
@@ -338,7 +344,7 @@ class SandboxManager:
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_delay(max(0.0, deadline.remaining())),
-                wait=wait_exponential(multiplier=0.02, max=0.25),
+                wait=wait_fixed(0.02),  # a probe is ~1 ms; readiness is detected within 20 ms
                 retry=retry_if_exception_type((_NotReady, httpx.HTTPError)),
                 reraise=True,
             ):
