@@ -1,5 +1,6 @@
-"""Test-wide settings. Docker-backed tests are marked `docker`; without an engine they are skipped
-locally with a reason, but in CI (CI=true) a missing engine is a failure, never a silent skip."""
+"""Test-wide settings. Tests that need a Docker engine (everything under integration/) or a host
+Chromium (unit tests of the browser, tests/unit/test_browser_*) are skipped locally with the reason
+when it is missing — but in CI (CI=true) a missing engine or browser is a failure, never a skip."""
 
 from __future__ import annotations
 
@@ -21,18 +22,25 @@ def _docker_ok() -> str | None:
     return None
 
 
+def _chromium_ok() -> str | None:
+    path = os.environ.get("BOXWRIGHT_CHROMIUM", "/usr/bin/chromium")
+    return None if os.access(path, os.X_OK) else f"no Chromium at {path} (apt-get install chromium)"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "integration" in item.path.parts:
             item.add_marker(pytest.mark.docker)
-    needs_docker = [i for i in items if "docker" in i.keywords]
-    if not needs_docker:
-        return
-    problem = _docker_ok()
-    if problem is None:
-        return
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        raise pytest.UsageError(f"CI=true but no Docker engine answers ({problem}); .ci/run must start one")
-    skip = pytest.mark.skip(reason=f"no Docker engine: {problem}")
-    for item in needs_docker:
-        item.add_marker(skip)
+        elif item.path.name.startswith("test_browser"):
+            item.add_marker(pytest.mark.chromium)
+    in_ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    for marker, check in (("docker", _docker_ok), ("chromium", _chromium_ok)):
+        needing = [i for i in items if marker in i.keywords]
+        problem = check() if needing else None
+        if problem is None:
+            continue
+        if in_ci:
+            raise pytest.UsageError(f"CI=true but {marker} is unavailable ({problem}); .ci/run must provide it")
+        skip = pytest.mark.skip(reason=problem)
+        for item in needing:
+            item.add_marker(skip)
