@@ -1,0 +1,106 @@
+"""The one Chromium of a sandbox, driven through Playwright.
+
+Launched on the first browser call, or in the background at agent start when
+BOXWRIGHT_BROWSER_PRELAUNCH is set. A launch runs as a task of its own that callers await through
+`shield`: a caller giving up (its deadline) never leaves a half-launched browser behind, and
+concurrent first calls share one launch. When the browser process dies, the sessions are told (their
+tabs answer PAGE_CRASHED once) and the next call launches a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from playwright.async_api import Browser, Playwright, async_playwright
+
+from rpc.errors import BoxwrightError, ErrorCode
+from sandbox_image.browser.background import quietly
+from sandbox_image.browser.errors import clean_message
+from sandbox_image.browser.settings import LAUNCH_ARGS, LAUNCH_TIMEOUT_MS, BrowserSettings
+
+log = logging.getLogger("boxwright.agent.browser")
+
+
+class Engine:
+    def __init__(self, settings: BrowserSettings) -> None:
+        self.settings = settings
+        self.on_disconnect: Callable[[], None] = lambda: None
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+        self._launching: asyncio.Task[Browser] | None = None
+        self._closing = False
+
+    @property
+    def connected(self) -> bool:
+        return self._browser is not None and self._browser.is_connected()
+
+    async def browser(self) -> Browser:
+        """The running browser, launching it if there is none (or the last one died)."""
+        if self._browser is not None and self._browser.is_connected():
+            return self._browser
+        if self._closing:
+            raise BoxwrightError(ErrorCode.EXECUTION_ERROR, "the browser is shutting down with the agent")
+        if self._launching is None or self._launching.done():
+            self._launching = asyncio.get_running_loop().create_task(self._launch())
+        return await asyncio.shield(self._launching)
+
+    def prelaunch(self) -> None:
+        """Start launching now, in the background; failures are logged and retried on first use."""
+        if self._launching is None:
+            self._launching = asyncio.get_running_loop().create_task(self._launch())
+            self._launching.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def _launch(self) -> Browser:
+        started = time.monotonic()
+        for attempt in (1, 2):
+            try:
+                if self._playwright is None:
+                    self._playwright = await async_playwright().start()
+                browser = await self._playwright.chromium.launch(
+                    executable_path=self.settings.executable,
+                    args=list(LAUNCH_ARGS),
+                    headless=True,
+                    timeout=LAUNCH_TIMEOUT_MS,
+                )
+                break
+            except Exception as exc:  # PlaywrightError, or the driver failing to start at all
+                # The driver itself may be gone (it died with the browser): start a new one once.
+                await self._stop_driver()
+                if attempt == 2:
+                    log.error("cannot launch Chromium (%s): %s", self.settings.executable, clean_message(exc))
+                    raise BoxwrightError(
+                        ErrorCode.EXECUTION_ERROR,
+                        "the browser could not be started",
+                        hint="the sandbox image may be broken; recreate the sandbox",
+                        details={"cause": clean_message(exc)},
+                    ) from None
+        browser.on("disconnected", self._on_disconnected)
+        self._browser = browser
+        log.info("Chromium %s launched in %d ms", browser.version, (time.monotonic() - started) * 1000)
+        return browser
+
+    def _on_disconnected(self, browser: Browser) -> None:
+        if browser is not self._browser:
+            return
+        self._browser = None
+        if not self._closing:
+            log.warning("the browser disconnected (its process died); the next browser call launches a new one")
+            self.on_disconnect()
+
+    async def _stop_driver(self) -> None:
+        playwright, self._playwright = self._playwright, None
+        if playwright is not None:
+            await quietly(playwright.stop())
+
+    async def close(self) -> None:
+        """Agent shutdown: close the browser (all contexts and pages) and stop the driver."""
+        self._closing = True
+        if self._launching is not None and not self._launching.done():
+            self._launching.cancel()  # stopping the driver below takes a half-launched browser with it
+        browser, self._browser = self._browser, None
+        if browser is not None:
+            await quietly(browser.close())
+        await self._stop_driver()

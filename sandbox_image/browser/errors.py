@@ -1,0 +1,46 @@
+"""Playwright exceptions → short, clean BoxwrightErrors (never a call log or a stack trace)."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+
+from rpc.errors import BoxwrightError, ErrorCode
+
+__all__ = ["PlaywrightError", "PlaywrightTimeoutError", "blocking_reason", "clean_message", "execution_error"]
+
+MAX_MESSAGE = 300
+_API_PREFIX = re.compile(r"^[A-Z][A-Za-z]*\.[a-z_][A-Za-z_]*: ")  # "Locator.click: "
+# What Playwright's call log says when an element exists but cannot be acted on.
+_REASON = re.compile(
+    r"element is not (?:visible|enabled|stable|editable|attached)"
+    r"|element is outside of the viewport"
+    r"|element was detached from the DOM"
+    r"|<[^>\n]{1,120}> (?:from <[^>\n]{1,60}> subtree )?intercepts pointer events"
+)
+
+
+def clean_message(exc: BaseException) -> str:
+    """The first line of an error, without the "Locator.click: " prefix and the call log."""
+    text = exc.message if isinstance(exc, PlaywrightError) else str(exc)
+    text = text.split("\nCall log:", 1)[0].strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    first = _API_PREFIX.sub("", first)
+    return first if len(first) <= MAX_MESSAGE else first[: MAX_MESSAGE - 1] + "…"
+
+
+def blocking_reason(exc: BaseException) -> str | None:
+    """Why Playwright kept waiting on an element that exists ("element is not enabled"), if it said."""
+    found = _REASON.findall(str(exc))
+    return found[-1][:200] if found else None
+
+
+def is_closed(exc: BaseException) -> bool:
+    text = str(exc)
+    return "has been closed" in text or "Target closed" in text or "Target crashed" in text
+
+
+def execution_error(what: str, exc: BaseException, **details: object) -> BoxwrightError:
+    return BoxwrightError(ErrorCode.EXECUTION_ERROR, f"{what} failed: {clean_message(exc)}", details=dict(details))
