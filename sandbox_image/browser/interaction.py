@@ -1,0 +1,151 @@
+"""Actions on elements and the page: click, type, press_key, hover, select_option, scroll."""
+
+from __future__ import annotations
+
+import contextlib
+
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.browser import (
+    ActionResult,
+    ClickParams,
+    HoverParams,
+    PressKeyParams,
+    ScrollParams,
+    ScrollResult,
+    SelectOptionParams,
+    SelectOptionResult,
+    TypeParams,
+)
+from sandbox_image.browser.errors import PlaywrightError, clean_message, execution_error
+from sandbox_image.browser.locate import act, locate
+from sandbox_image.browser.tab import NavigationMark, Tab
+from sandbox_image.browser.timeouts import Budget
+
+# After an action that navigated, wait at most this long for the new document's DOM, so the next
+# snapshot reads the new page rather than a blank one.
+NAVIGATION_SETTLE_MS = 5_000
+
+_SCROLL_BY = """([dx, dy]) => {
+  window.scrollBy({left: dx ?? 0, top: dy ?? 0, behavior: "instant"});
+}"""
+_SCROLL_STATE = """() => {
+  const root = document.scrollingElement || document.documentElement;
+  return {x: window.scrollX, y: window.scrollY, height: root ? root.scrollHeight : 0,
+          viewWidth: window.innerWidth, viewHeight: window.innerHeight};
+}"""
+
+
+async def finish(tab: Tab, mark: NavigationMark, budget: Budget) -> ActionResult:
+    """The common tail of an action: did it navigate (then let the new DOM arrive), where are we now."""
+    navigated = tab.navigated_since(mark)
+    if navigated and tab.page is not None:
+        # A slow page is fine: the action itself succeeded, and the caller can wait_for_stable.
+        with contextlib.suppress(PlaywrightError):
+            timeout = min(budget.ms(), NAVIGATION_SETTLE_MS)
+            await tab.guard(tab.page.wait_for_load_state("domcontentloaded", timeout=timeout))
+    return ActionResult(tabId=tab.id, url=tab.url, title=await tab.title(), navigated=navigated)
+
+
+async def click(tab: Tab, params: ClickParams, budget: Budget) -> ActionResult:
+    target = await locate(tab, params.selector)
+    mark = tab.mark()
+    if params.doubleClick:
+        await act(
+            tab, target, "double-click", budget, lambda ms: target.locator.dblclick(button=params.button, timeout=ms)
+        )
+    else:
+        await act(tab, target, "click", budget, lambda ms: target.locator.click(button=params.button, timeout=ms))
+    return await finish(tab, mark, budget)
+
+
+async def type_text(tab: Tab, params: TypeParams, budget: Budget) -> ActionResult:
+    target = await locate(tab, params.selector)
+    mark = tab.mark()
+    if params.clear:
+        await act(tab, target, "type into", budget, lambda ms: target.locator.fill(params.text, timeout=ms))
+    else:
+        await act(
+            tab, target, "type into", budget, lambda ms: target.locator.press_sequentially(params.text, timeout=ms)
+        )
+    if params.submit:
+        await act(tab, target, "submit", budget, lambda ms: target.locator.press("Enter", timeout=ms))
+    return await finish(tab, mark, budget)
+
+
+async def press_key(tab: Tab, params: PressKeyParams, budget: Budget) -> ActionResult:
+    if params.selector:
+        target = await locate(tab, params.selector)
+        mark = tab.mark()
+        await act(
+            tab, target, f"press {params.key} on", budget, lambda ms: target.locator.press(params.key, timeout=ms)
+        )
+        return await finish(tab, mark, budget)
+    page = tab.check()
+    mark = tab.mark()
+    try:
+        await tab.guard(page.keyboard.press(params.key))
+    except PlaywrightError as exc:
+        if "Unknown key" in str(exc):
+            raise BoxwrightError(
+                ErrorCode.INVALID_PARAMETER,
+                clean_message(exc),
+                hint="use key names like 'Enter', 'Escape', 'ArrowDown', 'Control+A'",
+                details={"key": params.key},
+            ) from None
+        raise execution_error(f"press {params.key}", exc) from None
+    return await finish(tab, mark, budget)
+
+
+async def hover(tab: Tab, params: HoverParams, budget: Budget) -> ActionResult:
+    target = await locate(tab, params.selector)
+    mark = tab.mark()
+    await act(tab, target, "hover", budget, lambda ms: target.locator.hover(timeout=ms))
+    return await finish(tab, mark, budget)
+
+
+async def select_option(tab: Tab, params: SelectOptionParams, budget: Budget) -> SelectOptionResult:
+    target = await locate(tab, params.selector)
+    mark = tab.mark()
+    try:
+        selected = await act(
+            tab,
+            target,
+            "select an option of",
+            budget,
+            lambda ms: target.locator.select_option(params.values, timeout=ms),
+        )
+    except BoxwrightError as exc:
+        # Playwright waits for options that never appear; say so rather than "not ready".
+        if exc.code is ErrorCode.EXECUTION_ERROR and exc.details.get("reason") == "it did not become ready":
+            raise BoxwrightError(
+                ErrorCode.INVALID_PARAMETER,
+                f"no option of {target.selector} matches {params.values!r} by value or label",
+                hint="read the options in browser_snapshot or browser_page_info and pass their values or labels",
+                details={"selector": target.selector, "values": params.values},
+            ) from None
+        raise
+    result = await finish(tab, mark, budget)
+    return SelectOptionResult(**result.model_dump(), selected=selected)
+
+
+async def scroll(tab: Tab, params: ScrollParams, budget: Budget) -> ScrollResult:
+    if params.selector:
+        target = await locate(tab, params.selector)
+        await act(tab, target, "scroll to", budget, lambda ms: target.locator.scroll_into_view_if_needed(timeout=ms))
+    page = tab.check()
+    try:
+        if not params.selector:
+            state = await tab.guard(page.evaluate(_SCROLL_STATE))
+            vertical = params.direction in ("up", "down")
+            amount = params.amount or int(state["viewHeight"] if vertical else state["viewWidth"])
+            sign = -1 if params.direction in ("up", "left") else 1
+            delta = [0, sign * amount] if vertical else [sign * amount, 0]
+            await tab.guard(page.evaluate(_SCROLL_BY, delta))
+        state = await tab.guard(page.evaluate(_SCROLL_STATE))
+        x, y = int(state["x"]), int(state["y"])
+        bottom = y + int(state["viewHeight"]) >= int(state["height"]) - 1
+    except (PlaywrightError, KeyError, TypeError, ValueError) as exc:  # the page's own scripts may interfere
+        raise execution_error("scroll", exc) from None
+    return ScrollResult(
+        tabId=tab.id, url=tab.url, title=await tab.title(), scrollX=x, scrollY=y, atTop=y <= 0, atBottom=bottom
+    )

@@ -1,0 +1,90 @@
+"""browser.goto / back / forward, and the navigation errors they can end in."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.browser import GotoParams, GotoResult, HistoryParams, HistoryResult, WaitUntil
+from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, clean_message, execution_error
+from sandbox_image.browser.tab import Tab
+from sandbox_image.browser.timeouts import Budget
+from sandbox_image.browser.urls import check_url, redact
+
+log = logging.getLogger("boxwright.agent.browser")
+
+_NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")
+# chrome://crash and friends abort the navigation a moment before the page's crash event arrives.
+CRASH_GRACE_S = 0.5
+
+
+def _timeout(tab: Tab, url: str, wait_until: str, budget: Budget) -> BoxwrightError:
+    return BoxwrightError(
+        ErrorCode.NAVIGATION_TIMEOUT,
+        f"{redact(url)} did not finish loading (waitUntil={wait_until}) within {budget.total_ms} ms",
+        details={"tabId": tab.id, "url": redact(tab.url), "waitUntil": wait_until, "timeoutMs": budget.total_ms},
+    )
+
+
+async def navigation_failed(tab: Tab, url: str, exc: PlaywrightError) -> BoxwrightError:
+    """A navigation error, as NAVIGATION_FAILED (network), PAGE_CRASHED or EXECUTION_ERROR."""
+    message = clean_message(exc)
+    if "Download is starting" in message:
+        return BoxwrightError(
+            ErrorCode.NAVIGATION_FAILED,
+            f"{redact(url)} is a download, and downloads are disabled in the sandbox browser",
+            hint="fetch the file with code_run (e.g. curl or python) instead",
+            details={"tabId": tab.id},
+        )
+    match = _NET_ERROR.search(message)
+    if match is None:
+        return execution_error(f"navigation to {redact(url)}", exc, tabId=tab.id)
+    if match.group(1) == "ERR_ABORTED":
+        await tab.await_state_event(CRASH_GRACE_S)
+        tab.check(dialogs_ok=True)  # PAGE_CRASHED when the abort was the renderer dying
+    return BoxwrightError(
+        ErrorCode.NAVIGATION_FAILED,
+        f"could not load {redact(url)}: {match.group(1)}",
+        details={"tabId": tab.id, "netError": match.group(1)},
+    )
+
+
+async def open_url(tab: Tab, url: str, wait_until: WaitUntil, budget: Budget) -> int | None:
+    """Navigate the tab; the HTTP status of the main document (None for about:/data:)."""
+    url = check_url(url)
+    page = tab.check()
+    log.debug("goto %s in %s/%s", redact(url), tab.session.id, tab.id)
+    try:
+        response = await tab.guard(page.goto(url, wait_until=wait_until, timeout=budget.ms()))
+    except PlaywrightTimeoutError:
+        raise _timeout(tab, url, wait_until, budget) from None
+    except PlaywrightError as exc:
+        raise await navigation_failed(tab, url, exc) from None
+    return response.status if response is not None else None
+
+
+async def goto(tab: Tab, params: GotoParams, budget: Budget) -> GotoResult:
+    status = await open_url(tab, params.url, params.waitUntil, budget)
+    return GotoResult(tabId=tab.id, url=tab.url, title=await tab.title(), status=status)
+
+
+async def _history(tab: Tab, params: HistoryParams, budget: Budget, *, forward: bool) -> HistoryResult:
+    page = tab.check()
+    mark = tab.mark()
+    move = page.go_forward if forward else page.go_back
+    try:
+        await tab.guard(move(timeout=budget.ms(), wait_until="load"))
+    except PlaywrightTimeoutError:
+        raise _timeout(tab, tab.url, "load", budget) from None
+    except PlaywrightError as exc:
+        raise await navigation_failed(tab, tab.url, exc) from None
+    return HistoryResult(tabId=tab.id, url=tab.url, title=await tab.title(), navigated=tab.navigated_since(mark))
+
+
+async def back(tab: Tab, params: HistoryParams, budget: Budget) -> HistoryResult:
+    return await _history(tab, params, budget, forward=False)
+
+
+async def forward(tab: Tab, params: HistoryParams, budget: Budget) -> HistoryResult:
+    return await _history(tab, params, budget, forward=True)

@@ -1,0 +1,157 @@
+"""The browser as the agent serves it: engine + sessions, and the plumbing every browser.* call shares.
+
+A tab operation resolves its tab (default session and active tab unless told otherwise; an explicit
+tabId never changes the active tab), holds the tab's lock for its whole duration, makes sure the tab
+has a live page, and turns any Playwright failure that the operation did not translate itself into
+a clean error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from aiohttp import web
+
+from rpc.deadline import Deadline
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.methods import Method
+from rpc.models.base import Result
+from rpc.models.browser import SessionInfo, SessionsParams, SessionsResult, TabInfo, TabParams, TabsParams, TabsResult
+from sandbox_image.browser.engine import Engine
+from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, execution_error
+from sandbox_image.browser.navigation import open_url
+from sandbox_image.browser.sessions import Session, SessionManager
+from sandbox_image.browser.settings import BrowserSettings
+from sandbox_image.browser.tab import Tab
+from sandbox_image.browser.timeouts import Budget
+from sandbox_image.browser.urls import check_url
+from sandbox_image.dispatcher import Handler
+
+log = logging.getLogger("boxwright.agent.browser")
+
+P = TypeVar("P", bound=TabParams)
+R = TypeVar("R", bound=Result)
+Operation = Callable[[Tab, P, Budget], Awaitable[R]]
+
+
+def _required(field: str, action: str) -> BoxwrightError:
+    return BoxwrightError(
+        ErrorCode.INVALID_PARAMETER,
+        f"action {action!r} needs {field}",
+        details={"errors": [{"field": field, "message": f"required for action {action!r}"}]},
+    )
+
+
+class BrowserService:
+    def __init__(self, settings: BrowserSettings) -> None:
+        self.settings = settings
+        self.engine = Engine(settings)
+        self.sessions = SessionManager(self.engine)
+
+    # -- agent lifecycle (aiohttp signals) ---------------------------------------------------
+    async def on_startup(self, _app: web.Application) -> None:
+        if self.settings.prelaunch:
+            self.engine.prelaunch()
+
+    async def on_cleanup(self, _app: web.Application) -> None:
+        await self.engine.close()
+
+    # -- tab operations ----------------------------------------------------------------------
+    async def _tab(self, params: TabParams) -> Tab:
+        session = self.sessions.get(params.sessionId)
+        return session.tab(params.tabId) if params.tabId else await session.active_tab()
+
+    def tab_handler(self, method: Method[P, R], operation: Operation[P, R]) -> Handler[P, R]:
+        async def handle(params: P, deadline: Deadline) -> R:
+            budget = Budget(deadline, getattr(params, "timeoutMs", None))
+            tab = await self._tab(params)
+            async with tab.lock:
+                try:
+                    await tab.ensure_page()
+                    return await operation(tab, params, budget)
+                except PlaywrightTimeoutError:
+                    raise BoxwrightError(
+                        ErrorCode.OPERATION_TIMEOUT,
+                        f"{method.name} did not finish within {budget.total_ms} ms",
+                        details={"method": method.name, "timeoutMs": budget.total_ms},
+                    ) from None
+                except PlaywrightError as exc:
+                    if not self.engine.connected:
+                        raise BoxwrightError(
+                            ErrorCode.PAGE_CRASHED,
+                            "the browser died during the call; the next call starts a new one",
+                            details={"tabId": tab.id},
+                        ) from None
+                    raise execution_error(method.name, exc, tabId=tab.id) from None
+
+        return handle
+
+    # -- tabs and sessions -------------------------------------------------------------------
+    async def _tabs_result(self, session: Session, acted: str | None) -> TabsResult:
+        tabs = list(session.tabs.values())
+        titles = await asyncio.gather(*(tab.title() for tab in tabs))
+        return TabsResult(
+            sessionId=session.id,
+            tabs=[
+                TabInfo(tabId=tab.id, url=tab.url, title=title, active=tab.id == session.active_id)
+                for tab, title in zip(tabs, titles, strict=True)
+            ],
+            activeTabId=session.active_id,
+            tabId=acted,
+        )
+
+    async def tabs(self, params: TabsParams, deadline: Deadline) -> TabsResult:
+        session = self.sessions.get(params.sessionId)
+        acted: str | None = None
+        if params.action == "new":
+            url = check_url(params.url) if params.url else None
+            tab = await session.open_tab(activate=params.activate)
+            acted = tab.id
+            if url is not None:
+                async with tab.lock:
+                    try:
+                        await open_url(tab, url, "load", Budget(deadline, params.timeoutMs))
+                    except BoxwrightError as exc:
+                        raise BoxwrightError(
+                            exc.code,
+                            f"{exc.message} (the new tab {tab.id} stays open)",
+                            hint=exc.hint,
+                            details={**exc.details, "tabId": tab.id},
+                        ) from None
+        elif params.action == "close":
+            if params.tabId:
+                tab = session.tab(params.tabId)
+            elif session.active_id:
+                tab = session.tab(session.active_id)
+            else:
+                raise _required("tabId", "close")
+            await session.close_tab(tab)
+            acted = tab.id
+        elif params.action == "select":
+            if not params.tabId:
+                raise _required("tabId", "select")
+            acted = session.select(params.tabId).id
+        return await self._tabs_result(session, acted)
+
+    def _sessions_result(self, acted: str | None) -> SessionsResult:
+        return SessionsResult(
+            sessions=[
+                SessionInfo(sessionId=s.id, tabCount=len(s.tabs), isDefault=s.is_default)
+                for s in self.sessions.sessions.values()
+            ],
+            sessionId=acted,
+        )
+
+    async def sessions_op(self, params: SessionsParams, _deadline: Deadline) -> SessionsResult:
+        acted: str | None = None
+        if params.action == "create":
+            acted = self.sessions.create(params.sessionId).id
+        elif params.action == "close":
+            if not params.sessionId:
+                raise _required("sessionId", "close")
+            await self.sessions.close(params.sessionId)
+            acted = params.sessionId
+        return self._sessions_result(acted)
