@@ -8,7 +8,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from rpc.models.sandbox import Health
-from sandbox_image import files, info
+from sandbox_image import browser, files, info
 from sandbox_image.auth import TokenAuth
 from sandbox_image.code import client as code_client
 from sandbox_image.config import AgentConfig
@@ -26,6 +26,7 @@ def create_agent_app(config: AgentConfig) -> web.Application:
     info.register(dispatcher, workspace=config.workspace, runner=runner)
     files.register(dispatcher, files.Workspace(config.workspace))
     code_client.register(dispatcher, runner)
+    browser_service = browser.register(dispatcher)
 
     async def health() -> Health:
         return await info.health(runner)
@@ -43,4 +44,6 @@ def create_agent_app(config: AgentConfig) -> web.Application:
         await runner.close()
 
     app.on_cleanup.append(close_runner)
+    app.on_startup.append(browser_service.on_startup)
+    app.on_cleanup.append(browser_service.on_cleanup)
     return app
