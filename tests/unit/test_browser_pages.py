@@ -1,0 +1,178 @@
+"""Reading pages and the remaining actions against the real Chromium: screenshots, dialogs, console and
+failed requests, wait_for_stable, page_info, page_content, evaluate, scroll, keys, history."""
+
+from __future__ import annotations
+
+import base64
+import time
+
+from rpc.errors import ErrorCode
+from rpc.models.browser import PageContentResult, PageInfoResult, StabilityResult
+from sandbox_image.browser.screenshot import png_size
+from tests.unit.browser_harness import (  # noqa: F401 (fixtures)
+    BrowserDriver,
+    Site,
+    browser_fixture,
+    session_fixture,
+    site_fixture,
+)
+
+
+async def test_screenshots(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/article"))
+    shot = await browser.call("browser.screenshot", sessionId=sid)
+    png = base64.b64decode(shot["data"])
+    assert png_size(png) == (1280, 720) == (shot["width"], shot["height"])
+    assert shot["sizeBytes"] == len(png) and shot["mimeType"] == "image/png"
+    full = await browser.call("browser.screenshot", sessionId=sid, fullPage=True)
+    assert full["width"] == 1280 and full["height"] >= 720
+    element = await browser.call("browser.screenshot", sessionId=sid, selector="h1")
+    assert 0 < element["height"] < 200
+    both = await browser.error("browser.screenshot", sessionId=sid, selector="h1", fullPage=True)
+    assert both.code is ErrorCode.INVALID_PARAMETER
+
+
+async def test_dialogs_block_actions_until_handled(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/dialogs"))
+    started = time.monotonic()
+    opened = await browser.error("browser.click", sessionId=sid, selector="button >> nth=0")
+    assert opened.code is ErrorCode.INVALID_PARAMETER  # '>>' is not CSS
+    opened = await browser.error("browser.click", sessionId=sid, selector="button:first-of-type", timeoutMs=5000)
+    assert opened.code is ErrorCode.DIALOG_PENDING and time.monotonic() - started < 3
+    assert opened.details["dialog"] == {"type": "confirm", "message": "Proceed?", "defaultValue": None}
+    blocked = await browser.error("browser.snapshot", sessionId=sid)
+    assert blocked.code is ErrorCode.DIALOG_PENDING and "Proceed?" in blocked.message
+    info = await browser.call("browser.page_info", sessionId=sid)
+    assert info["pendingDialog"]["message"] == "Proceed?" and info["intents"] == ["handle_dialog"]
+    handled = await browser.call("browser.handle_dialog", sessionId=sid, accept=True)
+    assert handled["handled"]["type"] == "confirm"
+    result = await browser.call(
+        "browser.evaluate", sessionId=sid, expression="document.getElementById('r').textContent"
+    )
+    assert result["value"] == "true"
+
+    await browser.error("browser.click", sessionId=sid, selector="button:nth-of-type(2)")
+    answered = await browser.call("browser.handle_dialog", sessionId=sid, accept=True, promptText="Ada")
+    assert answered["handled"] == {"type": "prompt", "message": "Name?", "defaultValue": "x"}
+    result = await browser.call(
+        "browser.evaluate", sessionId=sid, expression="document.getElementById('r').textContent"
+    )
+    assert result["value"] == "Ada"
+    nothing = await browser.error("browser.handle_dialog", sessionId=sid)
+    assert nothing.code is ErrorCode.EXECUTION_ERROR
+
+
+async def test_console_and_failed_requests(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/noisy"))
+    await browser.call("browser.wait_for_stable", sessionId=sid, quietMs=200, timeoutMs=5000)
+    logs = await browser.call("browser.console", sessionId=sid)
+    assert [(m["type"], m["text"]) for m in logs["messages"] if m["type"] in ("log", "error")][:2] == [
+        ("log", "hello from the page"),
+        ("error", "something bad"),
+    ]
+    failures = {r["url"]: r for r in logs["failedRequests"]}
+    assert failures[site.url("/missing")]["status"] == 404
+    assert "ERR_" in failures["http://127.0.0.1:9/x"]["failure"]
+    limited = await browser.call("browser.console", sessionId=sid, limit=1, clear=True)
+    assert len(limited["messages"]) == 1 and limited["messages"][0]["text"] == logs["messages"][-1]["text"]
+    rest = await browser.call("browser.console", sessionId=sid, clear=True)
+    assert [m["text"] for m in rest["messages"]] == [m["text"] for m in logs["messages"][:-1]]
+    assert (await browser.call("browser.console", sessionId=sid))["messages"] == []
+
+
+async def test_wait_for_stable(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/busy"))
+    stable = StabilityResult.model_validate(
+        await browser.call("browser.wait_for_stable", sessionId=sid, quietMs=300, timeoutMs=5000)
+    )
+    assert stable.stable and stable.domStable and stable.networkPending == 0 and stable.loadState == "complete"
+    counter = await browser.call(
+        "browser.evaluate", sessionId=sid, expression="document.getElementById('n').textContent"
+    )
+    assert counter["value"] == "12"  # it waited for the mutations to stop
+
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/forever-busy"))
+    started = time.monotonic()
+    restless = await browser.call("browser.wait_for_stable", sessionId=sid, quietMs=300, timeoutMs=1000)
+    assert restless["stable"] is False and restless["domStable"] is False
+    assert 0.9 < time.monotonic() - started < 2.5 and restless["elapsedMs"] >= 900
+
+
+async def test_page_info_shapes(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
+    login = PageInfoResult.model_validate(await browser.call("browser.page_info", sessionId=sid))
+    assert login.page.type == "login" and "login" in login.intents and "submit" in login.intents
+    assert login.page.title == "Login" and login.page.summary.startswith("login page 'Login'")
+    by_name = {e.name: e for e in login.elements}
+    assert by_name["Help"].disabled and by_name["Email"].value == "" and by_name["Home"].region == "navigation"
+    assert {r.role for r in login.regions} >= {"banner", "navigation", "main"}
+    snap = await browser.call("browser.snapshot", sessionId=sid)
+    assert f"[{by_name['Email'].ref}] textbox" in snap["elements"]  # one ref registry for both
+
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/article"))
+    article = PageInfoResult.model_validate(await browser.call("browser.page_info", sessionId=sid))
+    assert article.page.type == "article" and "read" in article.intents
+
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/missing"))
+    missing = PageInfoResult.model_validate(await browser.call("browser.page_info", sessionId=sid))
+    assert missing.page.type == "error"
+
+
+async def test_page_content_sections(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/article"))
+    content = PageContentResult.model_validate(await browser.call("browser.page_content", sessionId=sid))
+    assert [(s.heading, s.level) for s in content.sections] == [("The headline", 1), ("Part one", 2), ("Part two", 2)]
+    assert content.sections[2].text == "Last words." and "Footer text" not in content.model_dump_json()
+    assert content.totalLength == sum(len(s.heading) + len(s.text) for s in content.sections)
+    assert not content.truncated
+    capped = PageContentResult.model_validate(await browser.call("browser.page_content", sessionId=sid, maxLength=300))
+    assert capped.truncated and capped.totalLength == content.totalLength
+    assert sum(len(s.heading) + len(s.text) for s in capped.sections) == 300
+
+
+async def test_evaluate(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/article"))
+
+    async def value(expression: str) -> tuple[object, str]:
+        result = await browser.call("browser.evaluate", sessionId=sid, expression=expression)
+        return result["value"], result["type"]
+
+    assert await value("document.title") == ("An article", "string")
+    assert await value("[1, 2].map(x => x * 2)") == ([2, 4], "array")
+    assert await value("() => ({a: 1, b: [true, null]})") == ({"a": 1, "b": [True, None]}, "object")
+    assert await value("const n = 2; return n + 1") == (3, "number")
+    assert await value("await Promise.resolve('later')") == ("later", "string")
+    assert await value("undefined") == (None, "undefined")
+    assert await value("new Date(0)") == ("1970-01-01T00:00:00+00:00", "date")
+    for bad in ("document.body", "() => () => 1", "NaN", "(() => { const a = {}; a.a = a; return a })()"):
+        error = await browser.error("browser.evaluate", sessionId=sid, expression=bad)
+        assert error.code is ErrorCode.EXECUTION_ERROR and "JSON" in error.message, bad
+    thrown = await browser.error("browser.evaluate", sessionId=sid, expression="throw new Error('boom')")
+    assert thrown.code is ErrorCode.EXECUTION_ERROR and thrown.message == "the script failed: Error: boom"
+    slow = await browser.error("browser.evaluate", sessionId=sid, expression="new Promise(() => {})", timeoutMs=300)
+    assert slow.code is ErrorCode.OPERATION_TIMEOUT
+
+
+async def test_scroll_hover_keys_and_history(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/many"))
+    down = await browser.call("browser.scroll", sessionId=sid)
+    assert down["scrollY"] == 720 and not down["atTop"] and not down["atBottom"]
+    up = await browser.call("browser.scroll", sessionId=sid, direction="up", amount=100)
+    assert up["scrollY"] == 620
+    into_view = await browser.call("browser.scroll", sessionId=sid, selector="a[href='/p/4999']")
+    assert into_view["atBottom"]
+    await browser.call("browser.hover", sessionId=sid, selector="a[href='/p/4999']")
+    key = await browser.call("browser.press_key", sessionId=sid, key="Home")
+    assert key["navigated"] is False
+    unknown = await browser.error("browser.press_key", sessionId=sid, key="NoSuchKey")
+    assert unknown.code is ErrorCode.INVALID_PARAMETER
+
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
+    nothing = await browser.call("browser.forward", sessionId=sid)
+    assert nothing["navigated"] is False
+    back = await browser.call("browser.back", sessionId=sid)
+    assert back["navigated"] is True and back["url"] == site.url("/many")
+    forward = await browser.call("browser.forward", sessionId=sid)
+    assert forward["navigated"] is True and forward["title"] == "Index"
+    pressed = await browser.call("browser.press_key", sessionId=sid, key="Enter", selector="a[href='/article']")
+    assert pressed["navigated"] is True and pressed["title"] == "An article"

@@ -1,0 +1,198 @@
+"""Tabs, sessions, navigation failures and crashes against the real Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import time
+
+from rpc.errors import ErrorCode
+from rpc.models.browser import MAX_SESSIONS, MAX_TABS_PER_SESSION
+from tests.unit.browser_harness import (  # noqa: F401 (fixtures)
+    BrowserDriver,
+    Site,
+    browser_fixture,
+    our_browser_pids,
+    session_fixture,
+    site_fixture,
+)
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_tabs_by_id_leave_the_active_tab_alone(browser: BrowserDriver, site: Site, sid: str) -> None:
+    first = await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
+    second = await browser.call("browser.tabs", sessionId=sid, action="new", url=site.url("/login"), activate=False)
+    third = await browser.call("browser.tabs", sessionId=sid, action="new", url=site.url("/article"))
+    assert [t["tabId"] for t in third["tabs"]] == ["tab_1", "tab_2", "tab_3"]
+    assert third["activeTabId"] == "tab_3" and second["activeTabId"] == "tab_1"
+
+    # Act on tab_2 (not active) by id, concurrently with a call on the active tab.
+    typed, info = await asyncio.gather(
+        browser.call("browser.type", sessionId=sid, tabId="tab_2", selector="#email", text="x@y.z"),
+        browser.call("browser.page_info", sessionId=sid),
+    )
+    assert typed["tabId"] == "tab_2" and info["tabId"] == "tab_3"
+    listing = await browser.call("browser.tabs", sessionId=sid)
+    assert listing["activeTabId"] == "tab_3"
+    assert [t["title"] for t in listing["tabs"]] == ["Index", "Login", "An article"]
+    assert first["tabId"] == "tab_1"
+
+    closed = await browser.call("browser.tabs", sessionId=sid, action="close", tabId="tab_3")
+    assert closed["tabId"] == "tab_3" and [t["tabId"] for t in closed["tabs"]] == ["tab_1", "tab_2"]
+    assert closed["activeTabId"] in ("tab_1", "tab_2")
+    gone = await browser.error("browser.snapshot", sessionId=sid, tabId="tab_3")
+    assert gone.code is ErrorCode.TAB_NOT_FOUND
+    selected = await browser.call("browser.tabs", sessionId=sid, action="select", tabId="tab_1")
+    assert selected["activeTabId"] == "tab_1"
+    fresh = await browser.call("browser.tabs", sessionId=sid, action="new")
+    assert fresh["tabId"] == "tab_4"  # ids are never reused
+
+
+async def test_tab_limit(browser: BrowserDriver, sid: str) -> None:
+    await browser.call("browser.tabs", sessionId=sid, action="new")
+    for _ in range(MAX_TABS_PER_SESSION - 1):
+        await browser.call("browser.tabs", sessionId=sid, action="new", activate=False)
+    refused = await browser.error("browser.tabs", sessionId=sid, action="new")
+    assert refused.code is ErrorCode.TAB_LIMIT_REACHED
+    assert len((await browser.call("browser.tabs", sessionId=sid))["tabs"]) == MAX_TABS_PER_SESSION
+
+
+async def test_popups_become_tabs(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/popups"))
+    await browser.call("browser.click", sessionId=sid, selector="a[target=_blank]")
+    await browser.call("browser.click", sessionId=sid, selector="button")
+    for _ in range(50):
+        tabs = (await browser.call("browser.tabs", sessionId=sid))["tabs"]
+        if len(tabs) == 3 and all(t["url"] != "about:blank" for t in tabs):
+            break
+        await asyncio.sleep(0.1)
+    assert [t["tabId"] for t in tabs] == ["tab_1", "tab_2", "tab_3"]
+    assert tabs[0]["active"] and {t["url"] for t in tabs[1:]} == {site.url("/article"), site.url("/login")}
+    snap = await browser.call("browser.snapshot", sessionId=sid, tabId="tab_2")
+    assert snap["url"] in (site.url("/article"), site.url("/login"))
+
+
+async def test_sessions_are_isolated(browser: BrowserDriver, site: Site) -> None:
+    await browser.call("browser.sessions", action="create", sessionId="alice")
+    await browser.call("browser.sessions", action="create", sessionId="bob")
+    try:
+        await browser.call("browser.goto", sessionId="alice", url=site.url("/set-cookie"))
+        await browser.call("browser.goto", sessionId="alice", url=site.url("/show-cookie"))
+        await browser.call("browser.goto", sessionId="bob", url=site.url("/show-cookie"))
+        alice = await browser.call("browser.snapshot", sessionId="alice")
+        bob = await browser.call("browser.snapshot", sessionId="bob")
+        assert "flavour=oatmeal" in alice["text"] and "flavour=none" in bob["text"]
+        listed = await browser.call("browser.sessions")
+        assert {"alice", "bob"} <= {s["sessionId"] for s in listed["sessions"]}
+        duplicate = await browser.error("browser.sessions", action="create", sessionId="alice")
+        assert duplicate.code is ErrorCode.INVALID_PARAMETER
+    finally:
+        await browser.call("browser.sessions", action="close", sessionId="alice")
+        await browser.call("browser.sessions", action="close", sessionId="bob")
+    closed = await browser.error("browser.snapshot", sessionId="alice")
+    assert closed.code is ErrorCode.SESSION_NOT_FOUND
+
+
+async def test_session_limit(browser: BrowserDriver) -> None:
+    existing = len((await browser.call("browser.sessions"))["sessions"])
+    made = []
+    try:
+        for _ in range(MAX_SESSIONS - existing):
+            made.append((await browser.call("browser.sessions", action="create"))["sessionId"])
+        refused = await browser.error("browser.sessions", action="create")
+        assert refused.code is ErrorCode.SESSION_LIMIT_REACHED
+    finally:
+        for name in made:
+            await browser.call("browser.sessions", action="close", sessionId=name)
+
+
+async def test_unknown_session_and_tab(browser: BrowserDriver, sid: str) -> None:
+    assert (await browser.error("browser.snapshot", sessionId="nobody")).code is ErrorCode.SESSION_NOT_FOUND
+    assert (await browser.error("browser.snapshot", sessionId=sid, tabId="tab_77")).code is ErrorCode.TAB_NOT_FOUND
+    bad_id = await browser.error("browser.sessions", action="create", sessionId="no spaces")
+    assert bad_id.code is ErrorCode.INVALID_PARAMETER
+    needs_id = await browser.error("browser.tabs", sessionId=sid, action="select")
+    assert needs_id.code is ErrorCode.INVALID_PARAMETER
+
+
+async def test_refused_urls(browser: BrowserDriver, sid: str) -> None:
+    for url in ("file:///etc/passwd", "javascript:alert(1)", "view-source:http://127.0.0.1/", "example.com"):
+        error = await browser.error("browser.goto", sessionId=sid, url=url)
+        assert error.code is ErrorCode.INVALID_PARAMETER, url
+    file_error = await browser.error("browser.goto", sessionId=sid, url="FILE:///etc/passwd")
+    assert "http.server" in file_error.hint
+    before = (await browser.call("browser.tabs", sessionId=sid))["tabs"]
+    new_tab = await browser.error("browser.tabs", sessionId=sid, action="new", url="file:///etc/passwd")
+    assert new_tab.code is ErrorCode.INVALID_PARAMETER
+    assert (await browser.call("browser.tabs", sessionId=sid))["tabs"] == before  # no tab was opened for it
+    ok = await browser.call("browser.goto", sessionId=sid, url="data:text/html,<title>inline</title>")
+    assert ok["title"] == "inline" and ok["status"] is None
+
+
+async def test_connection_refused_fails_fast(browser: BrowserDriver, sid: str) -> None:
+    started = time.monotonic()
+    error = await browser.error(
+        "browser.goto", sessionId=sid, url=f"http://127.0.0.1:{closed_port()}/", timeoutMs=20_000
+    )
+    assert error.code is ErrorCode.NAVIGATION_FAILED and error.details["netError"] == "ERR_CONNECTION_REFUSED"
+    assert time.monotonic() - started < 3
+
+
+async def test_never_finishing_page_times_out(browser: BrowserDriver, site: Site, sid: str) -> None:
+    started = time.monotonic()
+    error = await browser.error("browser.goto", sessionId=sid, url=site.url("/never"), timeoutMs=1000)
+    elapsed = time.monotonic() - started
+    assert error.code is ErrorCode.NAVIGATION_TIMEOUT and 0.9 < elapsed < 2.5
+    # The tab is still usable afterwards.
+    ok = await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
+    assert ok["title"] == "Index"
+
+
+async def test_timeout_follows_the_deadline(browser: BrowserDriver, site: Site, sid: str) -> None:
+    """A deadline shorter than timeoutMs still ends in our structured error, not the dispatcher's."""
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
+    body = await browser.dispatcher.dispatch(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "browser.goto",
+            "params": {"sessionId": sid, "url": site.url("/never"), "timeoutMs": 30_000, "deadlineMs": 1500},
+        }
+    )
+    assert body["error"]["data"]["errorCode"] == ErrorCode.NAVIGATION_TIMEOUT
+
+
+async def test_crashed_page_is_replaced(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
+    crashed = await browser.error("browser.goto", sessionId=sid, url="chrome://crash")
+    assert crashed.code is ErrorCode.PAGE_CRASHED
+    tabs = await browser.call("browser.tabs", sessionId=sid)
+    assert [t["tabId"] for t in tabs["tabs"]] == ["tab_1"]
+    again = await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
+    assert again["tabId"] == "tab_1" and again["title"] == "Login"
+    assert "Sign in" in (await browser.call("browser.snapshot", sessionId=sid))["text"]
+
+
+async def test_browser_death_then_relaunch(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
+    before = our_browser_pids()
+    assert len(before) == 1
+    os.kill(before[0], signal.SIGKILL)
+    for _ in range(50):
+        if not browser.service.engine.connected:
+            break
+        await asyncio.sleep(0.05)
+    crashed = await browser.error("browser.snapshot", sessionId=sid)
+    assert crashed.code is ErrorCode.PAGE_CRASHED
+    again = await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
+    assert again["title"] == "Login" and again["tabId"] == "tab_1"
+    after = our_browser_pids()
+    assert len(after) == 1 and after != before  # a new browser process
