@@ -135,6 +135,7 @@ async def test_refs_inside_iframes(browser: BrowserDriver, site: Site, sid: str)
     await browser.call("browser.click", sessionId=sid, selector=button)
     after = await browser.call("browser.snapshot", sessionId=sid)
     assert 'button "Clicked inside"' in after["elements"]
+    assert after["text"].startswith("Outer\n\nouter") and after["text"].endswith("Clicked inside")
     assert f'[{field}] textbox "Inner field" value="in a frame"' in after["elements"]
 
 
