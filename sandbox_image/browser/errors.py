@@ -18,16 +18,17 @@ _REASON = re.compile(
     r"element is not (?:visible|enabled|stable|editable|attached)"
     r"|element is outside of the viewport"
     r"|element was detached from the DOM"
+    r"|did not find some options"
     r"|<[^>\n]{1,120}> (?:from <[^>\n]{1,60}> subtree )?intercepts pointer events"
 )
 
 
 def clean_message(exc: BaseException) -> str:
-    """The first line of an error, without the "Locator.click: " prefix and the call log."""
+    """The first line of an error, without the "Locator.click: Error: " prefix and the call log."""
     text = exc.message if isinstance(exc, PlaywrightError) else str(exc)
     text = text.split("\nCall log:", 1)[0].strip()
     first = text.splitlines()[0] if text else type(exc).__name__
-    first = _API_PREFIX.sub("", first)
+    first = _API_PREFIX.sub("", first).removeprefix("Error: ")
     return first if len(first) <= MAX_MESSAGE else first[: MAX_MESSAGE - 1] + "…"
 
 

@@ -115,8 +115,8 @@ async def select_option(tab: Tab, params: SelectOptionParams, budget: Budget) ->
             lambda ms: target.locator.select_option(params.values, timeout=ms),
         )
     except BoxwrightError as exc:
-        # Playwright waits for options that never appear; say so rather than "not ready".
-        if exc.code is ErrorCode.EXECUTION_ERROR and exc.details.get("reason") == "it did not become ready":
+        # Playwright keeps waiting for options that never appear: that is a wrong value, not a slow page.
+        if exc.details.get("reason") == "did not find some options":
             raise BoxwrightError(
                 ErrorCode.INVALID_PARAMETER,
                 f"no option of {target.selector} matches {params.values!r} by value or label",

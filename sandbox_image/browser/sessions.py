@@ -207,12 +207,13 @@ class SessionManager:
         return session
 
     async def close(self, session_id: str) -> None:
-        session = self.get(session_id) if session_id != DEFAULT_SESSION else self.sessions.get(session_id)
+        session = self.sessions.pop(session_id, None)
         if session is None:
             raise BoxwrightError(
-                ErrorCode.SESSION_NOT_FOUND, "the default session is not open", details={"sessionId": session_id}
+                ErrorCode.SESSION_NOT_FOUND,
+                f"no browser session {session_id!r}",
+                details={"sessionId": session_id, "sessions": list(self.sessions)},
             )
-        del self.sessions[session_id]
         await session.close()
         log.info("browser session %s closed", session_id)
 

@@ -148,7 +148,7 @@ async def test_evaluate(browser: BrowserDriver, site: Site, sid: str) -> None:
         error = await browser.error("browser.evaluate", sessionId=sid, expression=bad)
         assert error.code is ErrorCode.EXECUTION_ERROR and "JSON" in error.message, bad
     thrown = await browser.error("browser.evaluate", sessionId=sid, expression="throw new Error('boom')")
-    assert thrown.code is ErrorCode.EXECUTION_ERROR and thrown.message == "the script failed: Error: boom"
+    assert thrown.code is ErrorCode.EXECUTION_ERROR and thrown.message == "the script failed: boom"
     slow = await browser.error("browser.evaluate", sessionId=sid, expression="new Promise(() => {})", timeoutMs=300)
     assert slow.code is ErrorCode.OPERATION_TIMEOUT
 

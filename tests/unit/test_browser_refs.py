@@ -85,6 +85,10 @@ async def test_css_selector_errors(browser: BrowserDriver, site: Site, sid: str)
     assert "Call log" not in disabled.message and "\n" not in disabled.message
     not_a_field = await browser.error("browser.type", sessionId=sid, selector="#submit", text="x")
     assert not_a_field.code is ErrorCode.INVALID_PARAMETER
+    no_option = await browser.error(
+        "browser.select_option", sessionId=sid, selector="select", values=["Nope"], timeoutMs=500
+    )
+    assert no_option.code is ErrorCode.INVALID_PARAMETER and "by value or label" in no_option.message
 
 
 async def test_refs_are_stable_and_go_stale(browser: BrowserDriver, site: Site, sid: str) -> None:
