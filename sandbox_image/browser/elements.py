@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sandbox_image.browser import aria
-from sandbox_image.browser.tab import Tab
+from sandbox_image.browser.tab import Tab, cap
 from sandbox_image.browser.timeouts import Budget
 
 INTERACTIVE_ROLES = frozenset(
@@ -56,10 +56,6 @@ MAX_VALUE = 200
 MAX_URL = 120
 # A navigation during the snapshot makes its refs stale at birth; try again this often first.
 CAPTURE_ATTEMPTS = 3
-
-
-def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _quoted(text: str) -> str:
@@ -145,10 +141,10 @@ def _element(node: aria.AriaNode, ref: str, region: Region | None) -> Element:
     return Element(
         ref=ref,
         role=node.role,
-        name=_cap(name, MAX_NAME),
-        value=_cap(value, MAX_VALUE) if value is not None else None,
-        placeholder=_cap(node.props["placeholder"], MAX_VALUE) if "placeholder" in node.props else None,
-        url=_cap(node.props["url"], MAX_URL) if "url" in node.props else None,
+        name=cap(name, MAX_NAME),
+        value=cap(value, MAX_VALUE) if value is not None else None,
+        placeholder=cap(node.props["placeholder"], MAX_VALUE) if "placeholder" in node.props else None,
+        url=cap(node.props["url"], MAX_URL) if "url" in node.props else None,
         states=states,
         clickable=not interactive,
         region=region,
@@ -164,10 +160,10 @@ def build(roots: list[aria.AriaNode], issue: Callable[[str, str], str]) -> PageM
     while stack:
         node, region = stack.pop()
         if node.role in LANDMARK_ROLES:
-            region = Region(node.role, _cap(node.name, MAX_NAME))
+            region = Region(node.role, cap(node.name, MAX_NAME))
             regions.append(region)
         if node.ref and (node.role in INTERACTIVE_ROLES or node.attrs.get("cursor") == "pointer"):
-            description = f"{node.role} {_quoted(_cap(node.name, 60))}" if node.name else node.role
+            description = f"{node.role} {_quoted(cap(node.name, 60))}" if node.name else node.role
             elements.append(_element(node, issue(node.ref, description), region))
             if region is not None:
                 region.element_count += 1

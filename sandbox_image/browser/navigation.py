@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
 
@@ -16,7 +18,7 @@ log = logging.getLogger("boxwright.agent.browser")
 
 _NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")
 # chrome://crash and friends abort the navigation a moment before the page's crash event arrives.
-CRASH_GRACE_S = 0.5
+CRASH_PROBE_S = 2.0
 
 
 def _timeout(tab: Tab, url: str, wait_until: str, budget: Budget) -> BoxwrightError:
@@ -40,9 +42,12 @@ async def navigation_failed(tab: Tab, url: str, exc: PlaywrightError) -> Boxwrig
     match = _NET_ERROR.search(message)
     if match is None:
         return execution_error(f"navigation to {redact(url)}", exc, tabId=tab.id)
-    if match.group(1) == "ERR_ABORTED":
-        await tab.await_state_event(CRASH_GRACE_S)
-        tab.check(dialogs_ok=True)  # PAGE_CRASHED when the abort was the renderer dying
+    if match.group(1) == "ERR_ABORTED" and tab.page is not None:
+        # Was it the renderer dying? A trivial script answers at once on a live page and fails
+        # with "Target crashed" on a dead one (guard then reports PAGE_CRASHED).
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            await tab.guard(asyncio.wait_for(tab.page.evaluate("1"), CRASH_PROBE_S), dialogs_ok=True)
+        tab.check(dialogs_ok=True)
     return BoxwrightError(
         ErrorCode.NAVIGATION_FAILED,
         f"could not load {redact(url)}: {match.group(1)}",

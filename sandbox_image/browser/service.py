@@ -9,7 +9,6 @@ a clean error.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -29,8 +28,6 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import check_url
 from sandbox_image.dispatcher import Handler
-
-log = logging.getLogger("boxwright.agent.browser")
 
 P = TypeVar("P", bound=TabParams)
 R = TypeVar("R", bound=Result)

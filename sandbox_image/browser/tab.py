@@ -276,7 +276,12 @@ class Tab:
 
     async def guard(self, aw: Awaitable[T], *, dialogs_ok: bool = False) -> T:
         """Await a Playwright call unless the page crashes, closes or (unless dialogs_ok) opens a dialog."""
-        self.check(dialogs_ok=dialogs_ok)
+        try:
+            self.check(dialogs_ok=dialogs_ok)
+        except BoxwrightError:
+            if asyncio.iscoroutine(aw):
+                aw.close()  # never started: spare asyncio's "never awaited" warning
+            raise
         task = asyncio.ensure_future(aw)
         watched = [asyncio.ensure_future(self._broken.wait())]
         if not dialogs_ok:
@@ -295,6 +300,8 @@ class Tab:
         try:
             return task.result()
         except PlaywrightError as exc:
+            if "Target crashed" in str(exc):
+                self.mark_crashed()
             if is_closed(exc):
                 await self.await_state_event(STATE_EVENT_GRACE_S)
                 self.check(dialogs_ok=True)
