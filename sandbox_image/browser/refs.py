@@ -7,6 +7,11 @@ and a ref from an older epoch is refused as stale instead of being resolved in t
 Within an epoch a Playwright ref names one element for good (Playwright never reuses a number in a
 document and keeps an element's ref while its role and name hold), so the same element keeps the
 same `ref_N` across snapshots. N is monotonic per tab and never reused.
+
+Between our epoch check and the action, a navigation leaves a document whose Playwright script has
+taken no snapshot yet, so `aria-ref=` matches nothing there and the action ends STALE_REF. That holds
+because Playwright launches Chromium with --disable-back-forward-cache: no old document (with its
+old snapshot) is ever restored by back/forward.
 """
 
 from __future__ import annotations
