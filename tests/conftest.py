@@ -1,5 +1,5 @@
 """Test-wide settings. Tests that need a Docker engine (everything under integration/) or a host
-Chromium (unit tests of the browser, tests/unit/test_browser_*) are skipped locally with the reason
+Chromium (unit tests marked `chromium`) are skipped locally with the reason
 when it is missing — but in CI (CI=true) a missing engine or browser is a failure, never a skip."""
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "integration" in item.path.parts:
             item.add_marker(pytest.mark.docker)
-        elif item.path.name.startswith("test_browser"):
-            item.add_marker(pytest.mark.chromium)
     in_ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
     for marker, check in (("docker", _docker_ok), ("chromium", _chromium_ok)):
         needing = [i for i in items if marker in i.keywords]

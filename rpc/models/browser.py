@@ -131,11 +131,15 @@ class ScreenshotParams(TabParams):
     timeoutMs: int = Field(DEFAULT_ACTION_TIMEOUT_MS, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
 
 
+MAX_FULL_PAGE_HEIGHT = 8000
+
+
 class ScreenshotResult(TabResult):
     mimeType: Literal["image/png"] = "image/png"
     width: int
     height: int
     sizeBytes: int
+    truncated: bool = Field(False, description=f"fullPage was cut at {MAX_FULL_PAGE_HEIGHT} px of height")
     data: str = Field(description="Base64 PNG", repr=False)
 
 

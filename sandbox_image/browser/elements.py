@@ -6,11 +6,13 @@ Shared by browser.snapshot and browser.page_info, so both issue refs from the on
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sandbox_image.browser import aria
+from sandbox_image.browser.errors import PlaywrightError
 from sandbox_image.browser.tab import Tab, cap
 from sandbox_image.browser.timeouts import Budget
 
@@ -56,6 +58,8 @@ MAX_VALUE = 200
 MAX_URL = 120
 # A navigation during the snapshot makes its refs stale at birth; try again this often first.
 CAPTURE_ATTEMPTS = 3
+PASSWORD_MASK = "********"
+_VALUES = "els => els.map(e => e.value)"
 
 
 def _quoted(text: str) -> str:
@@ -179,4 +183,24 @@ async def capture(tab: Tab, budget: Budget, *, boxes: bool = False) -> PageModel
         raw = await tab.guard(page.aria_snapshot(mode="ai", boxes=boxes, timeout=budget.ms()))
         if tab.refs.epoch == epoch:
             break
-    return build(aria.parse(raw), lambda pw_ref, description: tab.refs.issue(epoch, pw_ref, description))
+    model = build(aria.parse(raw), lambda pw_ref, description: tab.refs.issue(epoch, pw_ref, description))
+    await _mask_passwords(tab, model)
+    return model
+
+
+async def _mask_passwords(tab: Tab, model: PageModel) -> None:
+    """Password fields show up as plain textboxes with their value; a snapshot must not hand a
+    typed password to whoever reads it (agent transcripts, logs). Values equal to a current password
+    field's value are masked."""
+    candidates = [e for e in model.elements if e.role == "textbox" and e.value]
+    if not candidates:
+        return
+    secrets: set[str] = set()
+    for frame in tab.check().frames:
+        with contextlib.suppress(PlaywrightError):  # a frame detached meanwhile has no passwords left
+            values = await tab.guard(frame.locator("css=input[type=password]").evaluate_all(_VALUES))
+            secrets.update(v for v in values if v)
+    shown = {cap(v, MAX_VALUE) for v in secrets}  # element values are capped the same way
+    for element in candidates:
+        if element.value in shown:
+            element.value = PASSWORD_MASK

@@ -6,13 +6,17 @@ import base64
 import struct
 
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.models.browser import ScreenshotParams, ScreenshotResult
+from rpc.models.browser import MAX_FULL_PAGE_HEIGHT, ScreenshotParams, ScreenshotResult
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, execution_error
 from sandbox_image.browser.locate import act, locate
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PAGE_SIZE = """() => {
+  const root = document.documentElement;
+  return [root.clientWidth, Math.max(root.scrollHeight, document.body ? document.body.scrollHeight : 0)];
+}"""
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -30,6 +34,7 @@ async def screenshot(tab: Tab, params: ScreenshotParams, budget: Budget) -> Scre
             "pass either selector (one element) or fullPage, not both",
             details={"fields": ["selector", "fullPage"]},
         )
+    clip: dict[str, float] | None = None
     if params.selector:
         target = await locate(tab, params.selector)
         data = await act(
@@ -38,7 +43,14 @@ async def screenshot(tab: Tab, params: ScreenshotParams, budget: Budget) -> Scre
     else:
         page = tab.check()
         try:
-            data = await tab.guard(page.screenshot(type="png", full_page=params.fullPage, timeout=budget.ms()))
+            if params.fullPage:
+                # A very long page would make a PNG of tens of MB: cut it, and say so.
+                width, full_height = await tab.guard(page.evaluate(_PAGE_SIZE))
+                if full_height > MAX_FULL_PAGE_HEIGHT:
+                    clip = {"x": 0, "y": 0, "width": width, "height": MAX_FULL_PAGE_HEIGHT}
+            data = await tab.guard(
+                page.screenshot(type="png", full_page=params.fullPage, clip=clip, timeout=budget.ms())
+            )
         except PlaywrightTimeoutError:
             raise BoxwrightError(
                 ErrorCode.OPERATION_TIMEOUT,
@@ -55,5 +67,6 @@ async def screenshot(tab: Tab, params: ScreenshotParams, budget: Budget) -> Scre
         width=width,
         height=height,
         sizeBytes=len(data),
+        truncated=clip is not None,
         data=base64.b64encode(data).decode("ascii"),
     )

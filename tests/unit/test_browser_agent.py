@@ -12,6 +12,8 @@ from sandbox_image.config import AgentConfig
 from tests.unit.browser_harness import our_browser_pids
 from tests.unit.conftest import ClientFactory
 
+pytestmark = pytest.mark.chromium  # launches the host's Chromium
+
 PAGE = "data:text/html,<title>Hello</title><button>Press me</button>"
 
 
@@ -32,6 +34,7 @@ async def test_agent_serves_the_browser_and_closes_it(
     monkeypatch: pytest.MonkeyPatch,
     prelaunch: str,
 ) -> None:
+
     monkeypatch.setenv("BOXWRIGHT_BROWSER_PRELAUNCH", prelaunch)
     client = await make_client(create_agent_app(agent_config))
     if prelaunch == "1":

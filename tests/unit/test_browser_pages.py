@@ -4,10 +4,13 @@ failed requests, wait_for_stable, page_info, page_content, evaluate, scroll, key
 from __future__ import annotations
 
 import base64
+import re
 import time
 
+import pytest
+
 from rpc.errors import ErrorCode
-from rpc.models.browser import PageContentResult, PageInfoResult, StabilityResult
+from rpc.models.browser import MAX_FULL_PAGE_HEIGHT, PageContentResult, PageInfoResult, StabilityResult
 from sandbox_image.browser.screenshot import png_size
 from tests.unit.browser_harness import (  # noqa: F401 (fixtures)
     BrowserDriver,
@@ -16,6 +19,8 @@ from tests.unit.browser_harness import (  # noqa: F401 (fixtures)
     session_fixture,
     site_fixture,
 )
+
+pytestmark = pytest.mark.chromium  # launches the host's Chromium
 
 
 async def test_screenshots(browser: BrowserDriver, site: Site, sid: str) -> None:
@@ -30,6 +35,27 @@ async def test_screenshots(browser: BrowserDriver, site: Site, sid: str) -> None
     assert 0 < element["height"] < 200
     both = await browser.error("browser.screenshot", sessionId=sid, selector="h1", fullPage=True)
     assert both.code is ErrorCode.INVALID_PARAMETER
+    assert not full["truncated"]
+
+
+async def test_full_page_screenshot_of_a_very_long_page_is_cut(browser: BrowserDriver, sid: str) -> None:
+    tall = "data:text/html,<title>tall</title><div style='height:30000px;background:linear-gradient(red,blue)'></div>"
+    await browser.call("browser.goto", sessionId=sid, url=tall)
+    full = await browser.call("browser.screenshot", sessionId=sid, fullPage=True)
+    assert full["truncated"] is True
+    assert png_size(base64.b64decode(full["data"])) == (full["width"], MAX_FULL_PAGE_HEIGHT)
+
+
+async def test_typed_passwords_are_masked_in_snapshots(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
+    await browser.call("browser.type", sessionId=sid, selector="#email", text="me@example.com")
+    await browser.call("browser.type", sessionId=sid, selector="#password", text="hunter2")
+    snap = await browser.call("browser.snapshot", sessionId=sid)
+    assert "hunter2" not in snap["elements"] and "hunter2" not in snap["text"]
+    assert re.search(r'textbox "Password" value="\*+"', snap["elements"]), snap["elements"]
+    assert 'value="me@example.com"' in snap["elements"]  # other fields keep their values
+    info = await browser.call("browser.page_info", sessionId=sid)
+    assert "hunter2" not in str(info)
 
 
 async def test_dialogs_block_actions_until_handled(browser: BrowserDriver, site: Site, sid: str) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
 from rpc.errors import ErrorCode
 from tests.unit.browser_harness import (  # noqa: F401 (fixtures)
     BrowserDriver,
@@ -14,6 +16,8 @@ from tests.unit.browser_harness import (  # noqa: F401 (fixtures)
     session_fixture,
     site_fixture,
 )
+
+pytestmark = pytest.mark.chromium  # launches the host's Chromium
 
 
 def ref_of(elements: str, pattern: str) -> str:

@@ -8,6 +8,8 @@ import signal
 import socket
 import time
 
+import pytest
+
 from rpc.errors import ErrorCode
 from rpc.models.browser import MAX_SESSIONS, MAX_TABS_PER_SESSION
 from tests.unit.browser_harness import (  # noqa: F401 (fixtures)
@@ -18,6 +20,8 @@ from tests.unit.browser_harness import (  # noqa: F401 (fixtures)
     session_fixture,
     site_fixture,
 )
+
+pytestmark = pytest.mark.chromium  # launches the host's Chromium
 
 
 def closed_port() -> int:

@@ -22,6 +22,7 @@ class ScreenshotInfo(b.TabResult):
     width: int
     height: int
     sizeBytes: int = Field(description="Size of the PNG in bytes")
+    truncated: bool = Field(False, description="A full-page shot was cut at its maximum height")
 
 
 def _screenshot_present(out: ToolOutput) -> ToolOutput:
