@@ -74,12 +74,67 @@ FILE_SIZES = {"1 KiB": 1024, "1 MiB": MiB}
 CODE = "print(1)"
 SYSTEM_PYTHON = "/usr/bin/python3"  # what code_run uses (not the agent's venv python)
 PAGE_PORT = 8000
+PAGE_BLOCK = 10  # browser_page: rounds per block before switching between MCP and bare Playwright
 PAGE_HTML = """<!doctype html>
 <html><head><title>Boxwright bench page</title></head>
 <body><header><nav><a href="/">Home</a> <a href="/about">About</a></nav></header>
 <main><h1>Benchmark page</h1><p>A small local page served from inside the sandbox.</p>
 <form><label>Query <input name="q"></label> <button type="submit">Search</button></form>
 <ul><li>one</li><li>two</li><li>three</li></ul></main></body></html>
+"""
+
+AGENT_PYTHON = "/opt/boxwright/venv/bin/python"  # the agent's venv, where Playwright lives
+# The baseline for the browser rows: Playwright driven directly inside a bare container of the same
+# image, with the agent's launch arguments, no agent, no RPC, no MCP. Prints one JSON object.
+BARE_PLAYWRIGHT = """
+import asyncio, functools, http.server, json, os, sys, tempfile, threading, time
+from playwright.async_api import async_playwright
+from sandbox_image.browser.settings import DEFAULT_CHROMIUM, LAUNCH_ARGS, VIEWPORT
+
+mode, n, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ms = lambda t: (time.perf_counter() - t) * 1000
+
+async def cold(out):
+    for _ in range(n):
+        t = time.perf_counter()
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, args=list(LAUNCH_ARGS))
+            page = await (await browser.new_context(viewport=VIEWPORT)).new_page()
+            await page.goto("about:blank")
+            out["first"].append(ms(t))
+            t = time.perf_counter()
+            await page.goto("about:blank")
+            out["second"].append(ms(t))
+            await browser.close()
+
+async def page(out):
+    root = tempfile.mkdtemp()
+    with open(os.path.join(root, "index.html"), "w") as f:
+        f.write(os.environ["PAGE_HTML"])
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, args=list(LAUNCH_ARGS))
+        tab = await (await browser.new_context(viewport=VIEWPORT)).new_page()
+        for i in range(n + 1):
+            t = time.perf_counter()
+            await tab.goto(f"http://127.0.0.1:{port}/", wait_until="load")
+            g = ms(t)
+            t = time.perf_counter()
+            tree = await tab.locator("body").aria_snapshot()
+            text = await tab.inner_text("body")
+            s = ms(t)
+            assert "Benchmark page" in text and tree
+            if i:
+                out["goto"].append(g)
+                out["snapshot"].append(s)
+        await browser.close()
+
+out = {"first": [], "second": [], "goto": [], "snapshot": []}
+asyncio.run(cold(out) if mode == "cold" else page(out))
+print(json.dumps(out))
 """
 
 
@@ -251,18 +306,6 @@ class Harness:
         data = await self.call(tool, args)
         return (time.perf_counter() - started) * 1000, data
 
-    async def first_browser_call(self, tool: str, args: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        """The first browser call of a benchmark: skips it if the agent has no browser yet."""
-        try:
-            return await self.timed_call(tool, args)
-        except ToolCallError as exc:
-            if exc.code != "METHOD_NOT_FOUND":
-                raise
-            raise Skipped(
-                f"the server offers {tool} but the sandbox's agent does not serve browser.* yet "
-                "(METHOD_NOT_FOUND); it starts working once the agent's browser is in the image"
-            ) from exc
-
     def require_tools(self, *names: str) -> None:
         missing = [n for n in names if n not in self.tools]
         if missing:
@@ -372,6 +415,21 @@ class Harness:
             bare.container.remove(force=True, v=True)
         self.backend.remove_volume(volume_name(bare.sandbox_id))
         return (time.perf_counter() - started) * 1000
+
+    def bare_playwright(self, bare: BareSandbox, mode: str, n: int) -> dict[str, list[float]]:
+        """Run BARE_PLAYWRIGHT in a bare container as the agent's user; its per-iteration timings."""
+        code, data = bare.container.exec_run(
+            [AGENT_PYTHON, "-c", BARE_PLAYWRIGHT, mode, str(n), str(PAGE_PORT + 1)],
+            user="agent",
+            workdir="/tmp",
+            environment={"PAGE_HTML": PAGE_HTML},
+            demux=True,
+        )
+        stdout, stderr = data
+        if code != 0:
+            tail = (stderr or b"")[-500:].decode(errors="replace")
+            raise BenchError(f"bare Playwright ({mode}): exit {code}: {tail}")
+        return json.loads(stdout)
 
     # -- measurements of processes and containers --------------------------------------------
     def container_memory(self, container: Container) -> dict[str, float]:
@@ -689,20 +747,23 @@ async def bench_browser_first_call(h: Harness, n: int) -> list[Series]:
     """A fresh sandbox's first browser_goto pays for launching Chromium; the second one does not."""
     h.require_tools("browser_goto")
     b = "browser_first_call"
+    bare = h.bare_playwright(await h.bare_sandbox(), "cold", n)
+    bare_first = Series(b, "bare Playwright: launch + goto about:blank (baseline)", "ms", bare["first"])
+    bare_second = Series(b, "bare Playwright: second goto about:blank", "ms", bare["second"])
     first = Series(b, "browser_goto about:blank, first call (cold)", "ms")
     second = Series(b, "browser_goto about:blank, second call (warm)", "ms")
     for i in range(n):
         data = await h.call("sandbox_create", {})
         sid = data["sandboxId"]
         try:
-            ms, _ = await h.first_browser_call("browser_goto", {"sandboxId": sid, "url": "about:blank"})
+            ms, _ = await h.timed_call("browser_goto", {"sandboxId": sid, "url": "about:blank"})
             first.add(ms)
             ms, _ = await h.timed_call("browser_goto", {"sandboxId": sid, "url": "about:blank"})
             second.add(ms)
         finally:
             await h.call("sandbox_destroy", {"sandboxId": sid})
         progress(f"{b} {i + 1}/{n}: first {first.samples[-1]:.0f} ms, second {second.samples[-1]:.0f} ms")
-    return [first, second]
+    return [bare_first, first, bare_second, second]
 
 
 @benchmark("browser_page", "browser_goto + browser_snapshot of a page served in the sandbox", default_n=20)
@@ -739,20 +800,35 @@ async def bench_browser_page(h: Harness, n: int) -> list[Series]:
         goto = Series(b, "browser_goto local page", "ms")
         snap = Series(b, "browser_snapshot", "ms")
         both = Series(b, "goto + snapshot", "ms")
-        for i in range(n + 1):  # the first round launches the browser: not counted
-            goto_args = {"sandboxId": sid, "url": url}
-            g_ms, _ = await (h.first_browser_call if i == 0 else h.timed_call)("browser_goto", goto_args)
+        bare_goto = Series(b, "bare Playwright: goto (baseline)", "ms")
+        bare_snap = Series(b, "bare Playwright: aria_snapshot + inner_text (baseline)", "ms")
+        bare_both = Series(b, "bare Playwright: goto + snapshot (baseline)", "ms")
+        bare = await h.bare_sandbox()
+
+        async def mcp_round() -> tuple[float, float]:
+            g_ms, _ = await h.timed_call("browser_goto", {"sandboxId": sid, "url": url})
             s_ms, data = await h.timed_call("browser_snapshot", {"sandboxId": sid})
             if "Benchmark page" not in json.dumps(data):
                 raise BenchError("browser_snapshot does not show the local page")
-            if i == 0:
-                continue
-            goto.add(g_ms)
-            snap.add(s_ms)
-            both.add(g_ms + s_ms)
-            if i % 10 == 0 or i == n:
-                progress(f"{b} {i}/{n}")
-        return [goto, snap, both]
+            return g_ms, s_ms
+
+        await mcp_round()  # launches the browser: not counted
+        done = 0
+        while done < n:  # blocks of MCP rounds and bare rounds alternate, so load drifts hit both
+            k = min(PAGE_BLOCK, n - done)
+            for _ in range(k):
+                g_ms, s_ms = await mcp_round()
+                goto.add(g_ms)
+                snap.add(s_ms)
+                both.add(g_ms + s_ms)
+            raw = h.bare_playwright(bare, "page", k)
+            for g_ms, s_ms in zip(raw["goto"], raw["snapshot"], strict=True):
+                bare_goto.add(g_ms)
+                bare_snap.add(s_ms)
+                bare_both.add(g_ms + s_ms)
+            done += k
+            progress(f"{b} {done}/{n}")
+        return [bare_goto, goto, bare_snap, snap, bare_both, both]
     finally:
         with contextlib.suppress(BenchError):
             await h.call("process_kill", {"sandboxId": sid, "processId": pid})
