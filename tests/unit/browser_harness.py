@@ -1,8 +1,8 @@
 """Shared pieces of the browser tests: a local test site (aiohttp on 127.0.0.1 only) and a driver that
 calls browser.* through the agent's dispatcher against the real Chromium on this machine.
 
-Test modules import the fixtures `site`, `browser` (module scope: one Chromium per test module, shared
-by its tests) and `sid` (a session of its own per test) from here.
+The fixtures `site`, `browser` (module scope: one Chromium per test module, shared by its tests) and
+`sid` (a session of its own per test) are defined here and offered to every unit test by conftest.py.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 from sandbox_image.agent import create_agent_app  # noqa: E402
 from sandbox_image.code.daemon import start_runner  # noqa: E402
 from sandbox_image.config import AgentConfig, RunnerConfig  # noqa: E402
+from tests.unit.browser_harness import browser_fixture, session_fixture, site_fixture  # noqa: E402, F401 (fixtures)
 
 TOKEN = "unit-test-token-Ж"
 TOKEN_SHA256 = hashlib.sha256(TOKEN.encode()).hexdigest()

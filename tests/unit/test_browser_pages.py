@@ -12,13 +12,7 @@ import pytest
 from rpc.errors import ErrorCode
 from rpc.models.browser import MAX_FULL_PAGE_HEIGHT, PageContentResult, PageInfoResult, StabilityResult
 from sandbox_image.browser.screenshot import png_size
-from tests.unit.browser_harness import (  # noqa: F401 (fixtures)
-    BrowserDriver,
-    Site,
-    browser_fixture,
-    session_fixture,
-    site_fixture,
-)
+from tests.unit.browser_harness import BrowserDriver, Site
 
 pytestmark = pytest.mark.chromium  # launches the host's Chromium
 

@@ -9,13 +9,7 @@ import time
 import pytest
 
 from rpc.errors import ErrorCode
-from tests.unit.browser_harness import (  # noqa: F401 (fixtures)
-    BrowserDriver,
-    Site,
-    browser_fixture,
-    session_fixture,
-    site_fixture,
-)
+from tests.unit.browser_harness import BrowserDriver, Site
 
 pytestmark = pytest.mark.chromium  # launches the host's Chromium
 

@@ -12,14 +12,7 @@ import pytest
 
 from rpc.errors import ErrorCode
 from rpc.models.browser import MAX_SESSIONS, MAX_TABS_PER_SESSION
-from tests.unit.browser_harness import (  # noqa: F401 (fixtures)
-    BrowserDriver,
-    Site,
-    browser_fixture,
-    our_browser_pids,
-    session_fixture,
-    site_fixture,
-)
+from tests.unit.browser_harness import BrowserDriver, Site, our_browser_pids
 
 pytestmark = pytest.mark.chromium  # launches the host's Chromium
 
