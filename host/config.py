@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -35,6 +36,9 @@ class Settings(BaseModel):
     keep_on_exit: bool = Field(False, description="Leave sandboxes running when the server stops")
     toolsets: list[str] | None = Field(None, description="Tool groups to offer (sandbox, code, files, browser)")
     reap_interval_s: float = Field(15.0, gt=0, description="How often TTLs and dead containers are checked")
+    default_network: Literal["public", "none"] = Field(
+        "public", description="Network mode of a sandbox created without one (allowlist needs hosts)"
+    )
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -54,6 +58,7 @@ class Settings(BaseModel):
             "pids_limit": "BOXWRIGHT_PIDS_LIMIT",
             "keep_on_exit": "BOXWRIGHT_KEEP_ON_EXIT",
             "reap_interval_s": "BOXWRIGHT_REAP_INTERVAL",
+            "default_network": "BOXWRIGHT_NETWORK",
         }
         for field, var in mapping.items():
             if var in env and env[var] != "":

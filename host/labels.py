@@ -11,3 +11,6 @@ TOKEN = PREFIX + "token"  # per-sandbox bearer token; never logged, never return
 IMAGE = PREFIX + "image"
 SCHEMA = PREFIX + "label-schema"
 SCHEMA_VERSION = "1"
+NETWORK = PREFIX + "network"  # the sandbox's network mode: public | none | allowlist
+ALLOW_HOSTS = PREFIX + "allow-hosts"  # with mode allowlist: the entries, comma-separated
+ROLE = PREFIX + "role"  # on helper containers that are not sandboxes (the network guard)

@@ -79,7 +79,8 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     ErrorCode.STALE_REF: "the page changed since that snapshot: call browser_snapshot again and use a new ref",
     ErrorCode.NAVIGATION_TIMEOUT: "the page did not load in time: raise timeoutMs, use waitUntil='commit', "
     "or check that the site responds",
-    ErrorCode.NAVIGATION_FAILED: "check the URL and that the server is reachable from inside the sandbox",
+    ErrorCode.NAVIGATION_FAILED: "check the URL and that the server is reachable from inside the sandbox "
+    "(network 'public' blocks private and host addresses, 'none' everything; see sandbox_list)",
     ErrorCode.SESSION_NOT_FOUND: "omit sessionId to use the default session, or create a new one",
     ErrorCode.SESSION_LIMIT_REACHED: "close a browser session you no longer need",
     ErrorCode.TAB_NOT_FOUND: "call browser_tabs with action 'list' to see the open tabs",

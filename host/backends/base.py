@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from rpc.models.network import NetworkPolicy
+
 
 @dataclass(frozen=True)
 class StartSpec:
@@ -34,6 +36,12 @@ class SandboxBackend(Protocol):
     def start(self, spec: StartSpec) -> ContainerInfo: ...
 
     def start_code_runner(self, container_id: str) -> None: ...
+
+    def host_addresses(self) -> list[str]: ...
+
+    def apply_network_policy(self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy) -> str: ...
+
+    def remove_leftover_guards(self) -> None: ...
 
     def inspect(self, container_id: str) -> ContainerInfo | None: ...
 

@@ -9,7 +9,10 @@ namespace network with inter-container traffic disabled, so one sandbox cannot r
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import itertools
 import logging
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -20,12 +23,15 @@ from host import labels
 from host.backends.base import ContainerInfo, StartSpec
 from host.config import Settings
 from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.network import NetworkPolicy
 
 log = logging.getLogger(__name__)
 
 AGENT_PORT = "8080/tcp"
 AGENT_UID, RUNNER_UID, SANDBOX_GID = 1000, 1001, 1500
 CODE_RUNNER_CMD = ["python3", "-m", "sandbox_image.code.daemon"]
+NETGUARD_CMD = ["python3", "-m", "sandbox_image.netguard"]
+NETGUARD_TIMEOUT_S = 30
 
 
 def docker_client() -> docker.DockerClient:
@@ -51,6 +57,26 @@ def tmpfs_mounts(size: str) -> dict[str, str]:
         "/home/runner": f"rw,exec,nosuid,nodev,size={size},uid={RUNNER_UID},gid={RUNNER_UID},mode=0700",
         "/run/boxwright": f"rw,nosuid,nodev,noexec,size=1m,uid={RUNNER_UID},gid={SANDBOX_GID},mode=0750",
     }
+
+
+def local_host_addresses() -> list[str]:
+    """This machine's own unicast addresses (not loopback), from the kernel's tables.
+
+    Meaningful when the Docker engine runs here: a sandbox could reach services of the host through
+    any of them (the bridge gateway, the LAN or public interface), so `public` mode blocks them.
+    """
+    found: set[str] = set()
+    with contextlib.suppress(OSError):
+        lines = Path("/proc/net/fib_trie").read_text().splitlines()
+        for prev, line in itertools.pairwise(lines):
+            if line.strip() == "/32 host LOCAL" and "|--" in prev:
+                found.add(prev.split("|--")[1].strip())
+    with contextlib.suppress(OSError):
+        for row in Path("/proc/net/if_inet6").read_text().splitlines():
+            raw = row.split()[0]
+            found.add(str(ipaddress.IPv6Address(int(raw, 16))))
+    addrs = (ipaddress.ip_address(a) for a in found)
+    return sorted(str(a) for a in addrs if not (a.is_loopback or a.is_link_local or a.is_multicast))
 
 
 def volume_name(sandbox_id: str) -> str:
@@ -173,6 +199,73 @@ class DockerBackend:
         """
         container = self.client.containers.get(container_id)
         container.exec_run(CODE_RUNNER_CMD, user="runner", detach=True, workdir="/workspace")
+
+    def host_addresses(self) -> list[str]:
+        """The engine host's own addresses, when the engine is on this machine (a local socket)."""
+        return local_host_addresses() if self.client.api.base_url.startswith("http+docker://") else []
+
+    def apply_network_policy(self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy) -> str:
+        """Load the policy's packet filter into the sandbox's network namespace; returns netguard's report.
+
+        A throw-away container joins the sandbox's namespace with NET_ADMIN (and nothing else), runs
+        `sandbox_image.netguard` and is removed. The sandbox never holds NET_ADMIN, so the rules are
+        out of its reach. Raises SANDBOX_START_FAILED with netguard's message when it fails.
+        """
+        name = f"{container_name(sandbox_id)}-netguard"
+        try:
+            guard = self.client.containers.run(
+                image,
+                [*NETGUARD_CMD, policy.model_dump_json()],
+                detach=True,
+                name=name,
+                user="root",
+                network_mode=f"container:{container_id}",
+                cap_drop=["ALL"],
+                cap_add=["NET_ADMIN"],
+                security_opt=["no-new-privileges:true"],
+                read_only=True,
+                tmpfs={"/run": "rw,size=1m", "/tmp": "rw,size=1m"},
+                labels={labels.NAMESPACE: self.settings.namespace, labels.ROLE: "netguard"},
+                mem_limit="128m",
+                pids_limit=32,
+            )
+        except docker.errors.DockerException as exc:
+            raise BoxwrightError(
+                ErrorCode.SANDBOX_START_FAILED,
+                "cannot start the network guard",
+                details={"cause": str(exc)[:500]},
+            ) from exc
+        try:
+            status = guard.wait(timeout=NETGUARD_TIMEOUT_S).get("StatusCode", -1)
+            out = guard.logs(stdout=True, stderr=False).decode("utf-8", "replace").strip()
+            err = guard.logs(stdout=False, stderr=True).decode("utf-8", "replace").strip()
+        except Exception as exc:  # requests' timeout or the engine failing mid-way
+            raise BoxwrightError(
+                ErrorCode.SANDBOX_START_FAILED,
+                "the network guard did not finish",
+                details={"cause": str(exc)[:300]},
+            ) from exc
+        finally:
+            self._remove_container(guard.id or name)
+        if status != 0:
+            raise BoxwrightError(
+                ErrorCode.SANDBOX_START_FAILED,
+                f"cannot apply network mode {policy.mode!r}: {err[-500:] or f'exit {status}'}",
+                details={"networkMode": policy.mode},
+            )
+        return out
+
+    def remove_leftover_guards(self) -> None:
+        """Finished guards of a server killed while one ran (running ones may be another server's)."""
+        found = self.client.containers.list(
+            all=True,
+            filters={
+                "label": [f"{labels.ROLE}=netguard", f"{labels.NAMESPACE}={self.settings.namespace}"],
+                "status": ["exited", "dead"],
+            },
+        )
+        for c in found:
+            self._remove_container(c.id or "")
 
     def inspect(self, container_id: str) -> ContainerInfo | None:
         try:

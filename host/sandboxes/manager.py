@@ -19,6 +19,7 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 import httpx
+from pydantic import ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from host import labels
@@ -30,6 +31,7 @@ from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.methods import Method, P, R
+from rpc.models.network import NetworkPolicy
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +132,7 @@ class SandboxManager:
         *,
         name: str | None = None,
         ttl_s: int | None = None,
+        network: NetworkPolicy | None = None,
         deadline: Deadline | None = None,
         progress: Progress | None = None,
     ) -> SandboxRecord:
@@ -142,6 +145,7 @@ class SandboxManager:
         ttl = min(ttl_s or s.default_ttl_s, s.max_ttl_s)
         now = datetime.now(UTC).replace(microsecond=0)
         sid = "sbx_" + secrets.token_hex(6)
+        network = network or NetworkPolicy(mode=s.default_network)
         rec = SandboxRecord(
             id=sid,
             owner=caller.owner,
@@ -150,6 +154,8 @@ class SandboxManager:
             created_at=now,
             expires_at=now + timedelta(seconds=ttl),
             token=secrets.token_urlsafe(32),
+            network=network.mode,
+            allow_hosts=list(network.allowHosts),
         )
         if not self._locks.try_acquire(sid):  # pragma: no cover - fresh random id
             raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision; retry")
@@ -164,12 +170,15 @@ class SandboxManager:
             spec = StartSpec(sandbox_id=sid, image=rec.image, labels=self._labels(rec), env=self._env(rec))
             info = await self._thread(self.backend.start, spec)
             self._attach(rec, info)
-            await step(3, "waiting for the agent and the code runner")
+            await step(3, "applying the network policy; waiting for the agent and the code runner")
             # A fresh container has no code runner yet; it needs nothing from the agent, so both boot
-            # in parallel instead of one after the other.
+            # in parallel instead of one after the other, while the network guard loads the policy.
+            # Nothing untrusted runs before all three are done: the caller gets the id only then.
             assert rec.container_id is not None
-            await self._thread(self.backend.start_code_runner, rec.container_id)
-            await self._poll(rec, deadline, need_runner=True)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._apply_network_policy, rec)
+                await self._thread(self.backend.start_code_runner, rec.container_id)
+                await self._poll(rec, deadline, need_runner=True)
             await step(4, "ready")
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
@@ -272,6 +281,7 @@ class SandboxManager:
                 log.info("removing orphan workspace volume %s", vol)
                 await self._thread(self.backend.remove_volume, vol)
                 self._locks.release(sid)
+        await self._thread(self.backend.remove_leftover_guards)
 
     async def run_reaper(self) -> None:
         """Forever: reap every reap_interval_s. Errors are logged, never fatal."""
@@ -312,6 +322,9 @@ class SandboxManager:
         }
         if rec.name:
             out[labels.NAME] = rec.name
+        out[labels.NETWORK] = rec.network
+        if rec.allow_hosts:
+            out[labels.ALLOW_HOSTS] = ",".join(rec.allow_hosts)
         return out
 
     @staticmethod
@@ -325,6 +338,23 @@ class SandboxManager:
         rec.container_id = info.container_id
         if info.agent_url:
             rec.endpoint = AgentEndpoint(info.agent_url, rec.token)
+
+    async def _apply_network_policy(self, rec: SandboxRecord) -> None:
+        assert rec.container_id is not None
+        try:
+            policy = NetworkPolicy(
+                mode=rec.network,  # type: ignore[arg-type]  # validated here, labels may be anything
+                allowHosts=rec.allow_hosts,
+                hostAddresses=self.backend.host_addresses() if rec.network == "public" else [],
+            )
+        except ValidationError as exc:  # labels of another version or edited by hand
+            raise BoxwrightError(
+                ErrorCode.SANDBOX_START_FAILED,
+                f"sandbox {rec.id} has no valid network policy in its labels",
+                details={"network": rec.network[:40]},
+            ) from exc
+        report = await self._thread(self.backend.apply_network_policy, rec.id, rec.container_id, rec.image, policy)
+        log.info("sandbox %s network %s: %s", rec.id, policy.mode, report[:300])
 
     async def _wait_ready(self, rec: SandboxRecord, deadline: Deadline) -> None:
         """For a sandbox found running: agent answering, then the code runner connected (started only
@@ -414,6 +444,8 @@ class SandboxManager:
             token=lab.get(labels.TOKEN, ""),
             container_id=info.container_id,
             adopted=True,
+            network=lab.get(labels.NETWORK, ""),
+            allow_hosts=[h for h in lab.get(labels.ALLOW_HOSTS, "").split(",") if h],
         )
         self._attach(rec, info)
         reason = ""
@@ -426,6 +458,8 @@ class SandboxManager:
         else:
             self._records[sid] = rec
             try:
+                # Loaded again: the server that made it may have died before its policy was in place.
+                await self._apply_network_policy(rec)
                 await self._wait_ready(rec, Deadline.after(10))
             except BoxwrightError as exc:
                 reason = f"unhealthy ({exc.code.value})"

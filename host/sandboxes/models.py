@@ -44,6 +44,8 @@ class SandboxRecord:
     container_id: str | None = None
     endpoint: AgentEndpoint | None = None
     adopted: bool = False
+    network: str = "public"  # NetworkMode
+    allow_hosts: list[str] = field(default_factory=list)
     last_used: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def view(self, *, is_default: bool = False) -> SandboxView:
@@ -54,6 +56,8 @@ class SandboxRecord:
             createdAt=iso(self.created_at),
             expiresAt=iso(self.expires_at),
             image=self.image,
+            network=self.network,
+            allowHosts=list(self.allow_hosts),
             isDefault=is_default,
         )
 
@@ -70,4 +74,6 @@ class SandboxView(BaseModel):
     expiresAt: str = Field(description="When the sandbox is destroyed automatically (TTL)")
     image: str
     workspace: str = "/workspace"
+    network: str = Field("public", description="public | none | allowlist (see sandbox_create)")
+    allowHosts: list[str] = Field(default_factory=list, description="With network allowlist: what it may reach")
     isDefault: bool = Field(False, description="Used when a tool call omits sandboxId")

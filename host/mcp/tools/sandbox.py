@@ -3,12 +3,13 @@
 import time
 
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from host.mcp.forward import SANDBOX_ID_DOC
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.sandboxes.manager import CREATE_STEPS, SandboxManager
 from host.sandboxes.models import SandboxView
+from rpc.models.network import MAX_ALLOW_HOSTS, NetworkMode, NetworkPolicy
 
 
 class SandboxCreateArgs(BaseModel):
@@ -20,6 +21,28 @@ class SandboxCreateArgs(BaseModel):
     ttlSeconds: int | None = Field(
         None, ge=10, le=7 * 24 * 3600, description="Destroy automatically after this many seconds (capped by server)"
     )
+    network: NetworkMode | None = Field(
+        None,
+        description="public (default): internet only — private, link-local (cloud metadata) and the host's "
+        "addresses are blocked; none: no network; allowlist: only allowHosts",
+    )
+    allowHosts: list[str] | None = Field(
+        None,
+        max_length=MAX_ALLOW_HOSTS,
+        description="With network allowlist: hostnames, IPs or CIDR blocks (e.g. pypi.org, 203.0.113.0/24)",
+    )
+
+    @model_validator(mode="after")
+    def _policy(self) -> "SandboxCreateArgs":
+        if self.network is not None or self.allowHosts:
+            self.policy()  # raises ValueError: reported as INVALID_PARAMETER with the reason
+        return self
+
+    def policy(self) -> NetworkPolicy | None:
+        """The requested policy, or None for the server's default."""
+        if self.network is None and not self.allowHosts:
+            return None
+        return NetworkPolicy(mode=self.network or "allowlist", allowHosts=self.allowHosts or [])
 
 
 class SandboxCreateResult(SandboxView):
@@ -55,7 +78,10 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
         async def progress(step: int, message: str) -> None:
             await inv.ctx.report_progress(step, CREATE_STEPS, message)
 
-        rec = await manager.create(inv.caller, name=inv.args.name, ttl_s=inv.args.ttlSeconds, progress=progress)
+        args = inv.args
+        rec = await manager.create(
+            inv.caller, name=args.name, ttl_s=args.ttlSeconds, network=args.policy(), progress=progress
+        )
         view = rec.view(is_default=True).model_dump()
         result = SandboxCreateResult(**view, startupMs=int((time.monotonic() - started) * 1000))
         return ToolOutput(result, f"sandbox_create ok: {rec.id} {rec.status.value}", sandbox_id=rec.id)
@@ -82,7 +108,8 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
             description=(
                 "Create a fresh, isolated sandbox: a Docker container with a workspace (/workspace), Python, "
                 "Bash and a Chromium browser. Returns sandboxId and status. It becomes your default sandbox, "
-                "so later tools may omit sandboxId. It is destroyed automatically after ttlSeconds."
+                "so later tools may omit sandboxId. It is destroyed automatically after ttlSeconds. Its network "
+                "is 'public' unless you ask for 'none' or an allowlist."
             ),
             input=SandboxCreateArgs,
             output=SandboxCreateResult,

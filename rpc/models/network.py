@@ -1,0 +1,87 @@
+"""A sandbox's network policy: what the host hands the in-image `netguard` that enforces it.
+
+Not a JSON-RPC method (the agent never sees it): the host runs `python3 -m sandbox_image.netguard`
+in a short-lived container that shares the sandbox's network namespace and holds NET_ADMIN, which the
+sandbox itself never has. Both sides import this model, so the contract lives here with the others.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from rpc.models.base import Params
+
+NetworkMode = Literal["public", "none", "allowlist"]
+NETWORK_MODES: tuple[NetworkMode, ...] = ("public", "none", "allowlist")
+MAX_ALLOW_HOSTS = 32
+
+# Never reachable in `public` mode: private, loopback-routed, link-local (cloud metadata lives at
+# 169.254.169.254), shared/CGNAT, benchmarking, multicast and reserved ranges.
+BLOCKED_V4 = (
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.168.0.0/16",
+    "198.18.0.0/15",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
+)
+BLOCKED_V6 = ("::/128", "::ffff:0:0/96", "64:ff9b::/96", "fc00::/7", "fe80::/10", "ff00::/8")
+
+_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+_HOSTNAME = re.compile(rf"^(?=.{{1,253}}$)({_LABEL}\.)*{_LABEL}$")
+
+
+def parse_allow_entry(entry: str) -> str:
+    """An allowlist entry is a hostname, an IP address or a CIDR block; returns it normalised."""
+    value = entry.strip().lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_network(value, strict=False))
+    except ValueError:
+        pass
+    if _HOSTNAME.match(value) and not value.replace(".", "").isdigit():
+        return value
+    raise ValueError("not a hostname, IP address or CIDR block (give no scheme, port or path)")
+
+
+class NetworkPolicy(Params):
+    mode: NetworkMode = Field(
+        "public",
+        description="public: internet only (private, link-local and host addresses blocked); "
+        "none: no network at all; allowlist: only the hosts in allowHosts",
+    )
+    allowHosts: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_ALLOW_HOSTS,
+        description="With mode allowlist: hostnames, IP addresses or CIDR blocks the sandbox may reach",
+    )
+    hostAddresses: list[str] = Field(
+        default_factory=list,
+        description="Set by the server, not by callers: the Docker host's own addresses, blocked in public mode",
+    )
+
+    @field_validator("allowHosts")
+    @classmethod
+    def _entries(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(parse_allow_entry(v) for v in value))
+
+    @field_validator("hostAddresses")
+    @classmethod
+    def _addresses(cls, value: list[str]) -> list[str]:
+        return [str(ipaddress.ip_address(v)) for v in value]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> NetworkPolicy:
+        if self.mode == "allowlist" and not self.allowHosts:
+            raise ValueError("mode 'allowlist' needs at least one entry in allowHosts")
+        if self.mode != "allowlist" and self.allowHosts:
+            raise ValueError(f"allowHosts only applies to mode 'allowlist', not {self.mode!r}")
+        return self

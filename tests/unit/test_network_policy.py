@@ -1,0 +1,72 @@
+"""Network policy: argument validation and the packet filter rules netguard loads (pure logic)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from rpc.models.network import NetworkPolicy, parse_allow_entry
+from sandbox_image.netguard import EMBEDDED_DNS, rules
+
+
+def output_rules(document: str) -> list[str]:
+    return [line for line in document.splitlines() if line.startswith("-A OUTPUT")]
+
+
+def test_allow_entries_are_normalised() -> None:
+    assert parse_allow_entry(" PyPI.org. ") == "pypi.org"
+    assert parse_allow_entry("203.0.113.7") == "203.0.113.7/32"
+    assert parse_allow_entry("203.0.113.9/24") == "203.0.113.0/24"
+    assert parse_allow_entry("2001:db8::1") == "2001:db8::1/128"
+
+
+@pytest.mark.parametrize("bad", ["https://pypi.org", "pypi.org:443", "pypi.org/simple", "", "a b", "-x.org", "1.2.3"])
+def test_allow_entries_refuse_what_is_not_a_host(bad: str) -> None:
+    with pytest.raises(ValueError, match="not a hostname"):
+        parse_allow_entry(bad)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [{"mode": "allowlist"}, {"mode": "public", "allowHosts": ["x.org"]}, {"mode": "none", "allowHosts": ["x.org"]}],
+)
+def test_inconsistent_policies_are_refused(args: dict) -> None:
+    with pytest.raises(ValidationError):
+        NetworkPolicy.model_validate(args)
+
+
+def test_public_keeps_loopback_and_replies_then_blocks_private_and_host_addresses() -> None:
+    policy = NetworkPolicy(mode="public", hostAddresses=["192.0.2.2", "2001:db8::2"])
+    v4 = output_rules(rules(policy, [], 4))
+    assert v4[:2] == ["-A OUTPUT -o lo -j ACCEPT", "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT"]
+    rejected = {line.split()[3] for line in v4[2:]}
+    assert {"169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "192.0.2.2/32"} <= rejected
+    assert all(line.endswith("REJECT --reject-with icmp-admin-prohibited") for line in v4[2:])
+    assert not any(line == "-A OUTPUT -j REJECT --reject-with icmp-admin-prohibited" for line in v4)  # internet ok
+    v6 = output_rules(rules(policy, [], 6))
+    assert "-A OUTPUT -d 2001:db8::2/128 -j REJECT --reject-with icmp6-adm-prohibited" in v6
+    assert "-A OUTPUT -d fe80::/10 -j REJECT --reject-with icmp6-adm-prohibited" in v6
+    assert not any("192.0.2.2" in line for line in v6)
+
+
+def test_none_rejects_everything_but_loopback_and_first_the_embedded_dns() -> None:
+    v4 = output_rules(rules(NetworkPolicy(mode="none"), [], 4))
+    assert v4[0] == f"-A OUTPUT -d {EMBEDDED_DNS}/32 -j REJECT --reject-with icmp-admin-prohibited"
+    assert v4[1] == "-A OUTPUT -o lo -j ACCEPT"
+    assert v4[-1] == "-A OUTPUT -j REJECT --reject-with icmp-admin-prohibited"
+    assert output_rules(rules(NetworkPolicy(mode="none"), [], 6))[-1].startswith("-A OUTPUT -j REJECT")
+
+
+def test_allowlist_accepts_only_the_resolved_networks_of_its_family() -> None:
+    policy = NetworkPolicy(mode="allowlist", allowHosts=["pypi.org"])
+    allowed = ["198.51.100.4/32", "2001:db8::4/128"]
+    v4 = output_rules(rules(policy, allowed, 4))
+    assert v4[2:] == [
+        "-A OUTPUT -d 198.51.100.4/32 -j ACCEPT",
+        "-A OUTPUT -j REJECT --reject-with icmp-admin-prohibited",
+    ]
+    v6 = output_rules(rules(policy, allowed, 6))
+    assert v6[2:] == [
+        "-A OUTPUT -d 2001:db8::4/128 -j ACCEPT",
+        "-A OUTPUT -j REJECT --reject-with icmp6-adm-prohibited",
+    ]
