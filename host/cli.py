@@ -65,7 +65,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     backend = DockerBackend(settings)
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
-    rows = [("SANDBOX", "OWNER", "NAME", "STATUS", "MANAGED", "CREATED", "EXPIRES")]
+    rows = [("SANDBOX", "OWNER", "NAME", "STATUS", "NETWORK", "MANAGED", "CREATED", "EXPIRES")]
     for info in backend.list_sandboxes(settings.namespace):
         managed = "no (orphan)" if locks.try_acquire(info.sandbox_id) else "yes"
         locks.release(info.sandbox_id, forget=False)
@@ -76,6 +76,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 lab.get(labels.OWNER, "?"),
                 lab.get(labels.NAME, "-"),
                 info.status,
+                lab.get(labels.NETWORK, "?"),
                 managed,
                 _ts(lab.get(labels.CREATED_AT)),
                 _ts(lab.get(labels.EXPIRES_AT)),
