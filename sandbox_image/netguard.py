@@ -7,6 +7,10 @@ policy is enforced outside its reach. Loopback always works (the agent, Chromium
 the sandbox), and so do replies on connections the host opened to the agent.
 
 Prints one JSON line (the resolved allowlist) on success; exits 1 with a message on stderr otherwise.
+
+The argument is `rpc.models.network.NetworkPolicy`, validated by the host that wrote it; this
+module reads it as plain JSON instead of importing the model: pydantic's import alone (~0.25 s)
+would lengthen every sandbox_create, which waits for this to finish.
 """
 
 from __future__ import annotations
@@ -17,14 +21,44 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterable
-
-from rpc.models.network import BLOCKED_V4, BLOCKED_V6, NetworkPolicy
+from dataclasses import dataclass
 
 EMBEDDED_DNS = "127.0.0.11"  # Docker's resolver on user-defined networks, reached over loopback
 REJECT_V4 = "REJECT --reject-with icmp-admin-prohibited"
 REJECT_V6 = "REJECT --reject-with icmp6-adm-prohibited"
 
 IpNet = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# Never reachable in `public` mode: private, loopback-routed, link-local (cloud metadata lives at
+# 169.254.169.254), shared/CGNAT, benchmarking, multicast and reserved ranges.
+BLOCKED_V4 = (
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.168.0.0/16",
+    "198.18.0.0/15",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
+)
+BLOCKED_V6 = ("::/128", "::ffff:0:0/96", "64:ff9b::/96", "fc00::/7", "fe80::/10", "ff00::/8")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The fields of NetworkPolicy this needs."""
+
+    mode: str
+    allowHosts: tuple[str, ...] = ()
+    hostAddresses: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, raw: str) -> Policy:
+        data = json.loads(raw)
+        return cls(data["mode"], tuple(data.get("allowHosts", ())), tuple(data.get("hostAddresses", ())))
 
 
 def resolve(entries: Iterable[str]) -> dict[str, list[str]]:
@@ -45,7 +79,7 @@ def resolve(entries: Iterable[str]) -> dict[str, list[str]]:
     return out
 
 
-def rules(policy: NetworkPolicy, allowed: Iterable[str], version: int) -> str:
+def rules(policy: Policy, allowed: Iterable[str], version: int) -> str:
     """An iptables-restore / ip6tables-restore document for the filter table's OUTPUT chain."""
     reject = REJECT_V4 if version == 4 else REJECT_V6
     nets: list[IpNet] = [ipaddress.ip_network(n) for n in allowed]
@@ -90,7 +124,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python3 -m sandbox_image.netguard '<NetworkPolicy JSON>'", file=sys.stderr)
         return 2
-    policy = NetworkPolicy.model_validate_json(argv[0])
+    policy = Policy.from_json(argv[0])
     resolved = resolve(policy.allowHosts) if policy.mode == "allowlist" else {}
     allowed = [net for nets in resolved.values() for net in nets]
     error = _restore("iptables-restore", rules(policy, allowed, 4))

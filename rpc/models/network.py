@@ -19,23 +19,6 @@ NetworkMode = Literal["public", "none", "allowlist"]
 NETWORK_MODES: tuple[NetworkMode, ...] = ("public", "none", "allowlist")
 MAX_ALLOW_HOSTS = 32
 
-# Never reachable in `public` mode: private, loopback-routed, link-local (cloud metadata lives at
-# 169.254.169.254), shared/CGNAT, benchmarking, multicast and reserved ranges.
-BLOCKED_V4 = (
-    "0.0.0.0/8",
-    "10.0.0.0/8",
-    "100.64.0.0/10",
-    "127.0.0.0/8",
-    "169.254.0.0/16",
-    "172.16.0.0/12",
-    "192.0.0.0/24",
-    "192.168.0.0/16",
-    "198.18.0.0/15",
-    "224.0.0.0/4",
-    "240.0.0.0/4",
-)
-BLOCKED_V6 = ("::/128", "::ffff:0:0/96", "64:ff9b::/96", "fc00::/7", "fe80::/10", "ff00::/8")
-
 _LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
 _HOSTNAME = re.compile(rf"^(?=.{{1,253}}$)({_LABEL}\.)*{_LABEL}$")
 

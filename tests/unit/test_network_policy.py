@@ -6,7 +6,12 @@ import pytest
 from pydantic import ValidationError
 
 from rpc.models.network import NetworkPolicy, parse_allow_entry
-from sandbox_image.netguard import EMBEDDED_DNS, rules
+from sandbox_image.netguard import EMBEDDED_DNS, Policy, rules
+
+
+def as_sent(**fields: object) -> Policy:
+    """What netguard reads: the host's validated NetworkPolicy, as JSON on its command line."""
+    return Policy.from_json(NetworkPolicy.model_validate(fields).model_dump_json())
 
 
 def output_rules(document: str) -> list[str]:
@@ -36,7 +41,7 @@ def test_inconsistent_policies_are_refused(args: dict) -> None:
 
 
 def test_public_keeps_loopback_and_replies_then_blocks_private_and_host_addresses() -> None:
-    policy = NetworkPolicy(mode="public", hostAddresses=["192.0.2.2", "2001:db8::2"])
+    policy = as_sent(mode="public", hostAddresses=["192.0.2.2", "2001:db8::2"])
     v4 = output_rules(rules(policy, [], 4))
     assert v4[:2] == ["-A OUTPUT -o lo -j ACCEPT", "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT"]
     rejected = {line.split()[3] for line in v4[2:]}
@@ -50,15 +55,15 @@ def test_public_keeps_loopback_and_replies_then_blocks_private_and_host_addresse
 
 
 def test_none_rejects_everything_but_loopback_and_first_the_embedded_dns() -> None:
-    v4 = output_rules(rules(NetworkPolicy(mode="none"), [], 4))
+    v4 = output_rules(rules(as_sent(mode="none"), [], 4))
     assert v4[0] == f"-A OUTPUT -d {EMBEDDED_DNS}/32 -j REJECT --reject-with icmp-admin-prohibited"
     assert v4[1] == "-A OUTPUT -o lo -j ACCEPT"
     assert v4[-1] == "-A OUTPUT -j REJECT --reject-with icmp-admin-prohibited"
-    assert output_rules(rules(NetworkPolicy(mode="none"), [], 6))[-1].startswith("-A OUTPUT -j REJECT")
+    assert output_rules(rules(as_sent(mode="none"), [], 6))[-1].startswith("-A OUTPUT -j REJECT")
 
 
 def test_allowlist_accepts_only_the_resolved_networks_of_its_family() -> None:
-    policy = NetworkPolicy(mode="allowlist", allowHosts=["pypi.org"])
+    policy = as_sent(mode="allowlist", allowHosts=["pypi.org"])
     allowed = ["198.51.100.4/32", "2001:db8::4/128"]
     v4 = output_rules(rules(policy, allowed, 4))
     assert v4[2:] == [
