@@ -444,7 +444,8 @@ class SandboxManager:
             token=lab.get(labels.TOKEN, ""),
             container_id=info.container_id,
             adopted=True,
-            network=lab.get(labels.NETWORK, ""),
+            # Sandboxes from before network modes carry no label: they get the server's default.
+            network=lab.get(labels.NETWORK, self.settings.default_network),
             allow_hosts=[h for h in lab.get(labels.ALLOW_HOSTS, "").split(",") if h],
         )
         self._attach(rec, info)
