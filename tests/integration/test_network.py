@@ -60,6 +60,13 @@ class Decoy:
         self.sock.close()
 
 
+def gateway_of(docker_client: docker.DockerClient, namespace: str) -> str:
+    """The sandbox network's gateway: an address of the Docker host (the network exists while a sandbox does)."""
+    [net] = docker_client.networks.list(names=[f"boxwright-{namespace}"])
+    net.reload()
+    return net.attrs["IPAM"]["Config"][0]["Gateway"]
+
+
 async def create(s: Session, **args: object) -> str:
     data = await s.ok("sandbox_create", dict(args))
     assert data["network"] == args.get("network", "public"), data
@@ -95,9 +102,7 @@ async def test_public_mode_blocks_the_host_and_private_ranges(
         allowed = None
         decoy = None
         try:
-            [net] = docker_client.networks.list(names=[f"boxwright-{namespace}"])
-            net.reload()
-            gw = net.attrs["IPAM"]["Config"][0]["Gateway"]
+            gw = gateway_of(docker_client, namespace)
             decoy = Decoy(gw)
             allowed = await create(s, network="allowlist", allowHosts=[gw])
 
@@ -154,9 +159,7 @@ async def test_none_mode_has_no_network_not_even_dns(
         public = await create(s)
         decoy = None
         try:
-            [net] = docker_client.networks.list(names=[f"boxwright-{namespace}"])
-            net.reload()
-            decoy = Decoy(net.attrs["IPAM"]["Config"][0]["Gateway"])
+            decoy = Decoy(gateway_of(docker_client, namespace))
             own_name = f"boxwright-{offline}"
             resolve = {"language": "python", "code": RESOLVE_SELF.format(name=own_name)}
             # Positive control: with network, the embedded DNS answers the container's name.
