@@ -2,7 +2,8 @@
 
 Not a JSON-RPC method (the agent never sees it): the host runs `python3 -m sandbox_image.netguard`
 in a short-lived container that shares the sandbox's network namespace and holds NET_ADMIN, which the
-sandbox itself never has. Both sides import this model, so the contract lives here with the others.
+sandbox itself never has. The host validates and serialises this model; netguard reads the JSON
+without importing pydantic (its start-up is on every sandbox_create's path), so the shape lives here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from pydantic import Field, field_validator, model_validator
 from rpc.models.base import Params
 
 NetworkMode = Literal["public", "none", "allowlist"]
-NETWORK_MODES: tuple[NetworkMode, ...] = ("public", "none", "allowlist")
 MAX_ALLOW_HOSTS = 32
 
 _LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
