@@ -256,17 +256,18 @@ def _import_rootfs(client: docker.DockerClient, target: Path) -> None:
         ".",
     ]
     proc = subprocess.Popen(tar_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None
+    stdout = proc.stdout
+    assert stdout is not None
 
     def chunks() -> Iterator[bytes]:
-        while chunk := proc.stdout.read(1 << 20):
+        while chunk := stdout.read(1 << 20):
             yield chunk
 
     repository, _, tag = LOCAL_BASE_IMAGE.rpartition(":")
     try:
         answer = client.api.import_image_from_stream(chunks(), repository=repository, tag=tag, changes=_IMPORT_CHANGES)
     finally:
-        proc.stdout.close()
+        stdout.close()
         stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         code = proc.wait()
     if code != 0:

@@ -6,7 +6,7 @@ import contextlib
 import ipaddress
 import logging
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import anyio
 import uvicorn
@@ -72,8 +72,9 @@ class _UvicornServer(uvicorn.Server):
     """uvicorn re-raises SIGTERM after its shutdown, which would kill us before sandboxes are cleaned
     up; signals are handled by `_on_signal` instead."""
 
-    def capture_signals(self) -> contextlib.AbstractContextManager[None]:
-        return contextlib.nullcontext()
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 def _is_loopback(host: str) -> bool:

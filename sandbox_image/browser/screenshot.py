@@ -34,7 +34,7 @@ async def screenshot(tab: Tab, params: ScreenshotParams, budget: Budget) -> Scre
             "pass either selector (one element) or fullPage, not both",
             details={"fields": ["selector", "fullPage"]},
         )
-    clip: dict[str, float] | None = None
+    cut_width: float | None = None  # a full page taller than MAX_FULL_PAGE_HEIGHT is cut
     if params.selector:
         target = await locate(tab, params.selector)
         data = await act(
@@ -47,9 +47,14 @@ async def screenshot(tab: Tab, params: ScreenshotParams, budget: Budget) -> Scre
                 # A very long page would make a PNG of tens of MB: cut it, and say so.
                 width, full_height = await tab.guard(page.evaluate(_PAGE_SIZE))
                 if full_height > MAX_FULL_PAGE_HEIGHT:
-                    clip = {"x": 0, "y": 0, "width": width, "height": MAX_FULL_PAGE_HEIGHT}
+                    cut_width = width
             data = await tab.guard(
-                page.screenshot(type="png", full_page=params.fullPage, clip=clip, timeout=budget.ms())
+                page.screenshot(
+                    type="png",
+                    full_page=params.fullPage,
+                    clip={"x": 0, "y": 0, "width": cut_width, "height": MAX_FULL_PAGE_HEIGHT} if cut_width else None,
+                    timeout=budget.ms(),
+                )
             )
         except PlaywrightTimeoutError:
             raise BoxwrightError(
@@ -67,6 +72,6 @@ async def screenshot(tab: Tab, params: ScreenshotParams, budget: Budget) -> Scre
         width=width,
         height=height,
         sizeBytes=len(data),
-        truncated=clip is not None,
+        truncated=cut_width is not None,
         data=base64.b64encode(data).decode("ascii"),
     )

@@ -7,6 +7,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from playwright.async_api import ViewportSize
+
 log = logging.getLogger("boxwright.agent.browser")
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
@@ -19,7 +21,7 @@ LAUNCH_ARGS = (
     "--disable-component-update",
     "--disable-sync",
 )
-VIEWPORT = {"width": 1280, "height": 720}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 720}
 LAUNCH_TIMEOUT_MS = 60_000
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.files import EntryType
 
 MAX_SYMLINKS = 40  # like the kernel's own limit
 MAX_STEPS = 10_000  # bounds the walk even if a racer keeps recreating components
@@ -54,7 +55,7 @@ def split_relative(path: str) -> list[str]:
     return parts
 
 
-def kind_of(mode: int) -> str:
+def kind_of(mode: int) -> EntryType:
     """The entry type names used on the wire."""
     if stat.S_ISREG(mode):
         return "file"
