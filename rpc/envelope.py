@@ -46,9 +46,9 @@ class RpcError(BaseModel):
     @classmethod
     def from_exception(cls, exc: BoxwrightError) -> RpcError:
         return cls(
-            code=exc.jsonrpc_code,
+            code=exc.code.jsonrpc_code,
             message=exc.message,
-            data=RpcErrorData(errorCode=exc.code, recoverHint=exc.hint, details=exc.details),
+            data=RpcErrorData(errorCode=exc.code, recoverHint=exc.hint, details=dict(exc.details)),
         )
 
 

@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
+
+from rpc.auth import bearer_token, token_sha256
+
+_SHA256_HEX_DIGITS = 64
 
 
 class TokenAuth:
     """Accepts `Authorization: Bearer <token>` when sha256(token) equals the configured hash."""
 
     def __init__(self, token_sha256_hex: str) -> None:
-        self._expected = bytes.fromhex(token_sha256_hex)
-        if len(self._expected) != hashlib.sha256().digest_size:
+        self._expected = token_sha256_hex.lower()
+        if len(self._expected) != _SHA256_HEX_DIGITS or not all(c in "0123456789abcdef" for c in self._expected):
             raise ValueError("token hash must be a SHA-256 digest (64 hex digits)")
 
     def check(self, authorization: str | None) -> bool:
         """Constant-time comparison of the presented token's hash with the expected one."""
-        if not authorization:
-            return False
-        scheme, _, token = authorization.strip().partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
-            return False
-        try:
-            presented = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
-        except UnicodeEncodeError:
-            return False
-        return hmac.compare_digest(presented, self._expected)
+        token = bearer_token(authorization)
+        return token is not None and hmac.compare_digest(token_sha256(token), self._expected)

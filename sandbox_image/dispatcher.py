@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from rpc.deadline import DEADLINE_FIELD, Deadline
 from rpc.envelope import RequestId, RpcError, RpcRequest, RpcResponse
-from rpc.errors import BoxwrightError, ErrorCode, field_errors
+from rpc.errors import BoxwrightError, ErrorCode, from_validation_error, invalid_parameter
 from rpc.methods import BY_NAME, Method
 from rpc.models.base import Params, Result
 
@@ -41,15 +41,6 @@ MAX_DEADLINE_MS = 24 * 3600 * 1000
 class _Registration:
     method: Method[Any, Any]
     handler: Handler[Any, Any]
-
-
-def invalid_parameter(errors: list[dict[str, str]], method: str) -> BoxwrightError:
-    names = ", ".join(sorted({e["field"] for e in errors}))
-    return BoxwrightError(
-        ErrorCode.INVALID_PARAMETER,
-        f"invalid params for {method}: {names}",
-        details={"method": method, "errors": errors},
-    )
 
 
 def error_response(exc: BoxwrightError, request_id: RequestId = None) -> dict[str, Any]:
@@ -129,13 +120,8 @@ class Dispatcher:
         try:
             return RpcRequest.model_validate(obj)
         except ValidationError as exc:
-            errors = field_errors(exc)
-            names = ", ".join(sorted({e["field"] for e in errors}))
-            raise BoxwrightError(
-                ErrorCode.INVALID_REQUEST,
-                f"not a valid JSON-RPC 2.0 request: {names}",
-                details={"errors": errors},
-            ) from None
+            what = "not a valid JSON-RPC 2.0 request"
+            raise from_validation_error(exc, what, code=ErrorCode.INVALID_REQUEST) from None
 
     def _deadline(self, method: Method[Any, Any], params: dict[str, Any], received_at: float) -> tuple[Deadline, int]:
         raw = params.pop(DEADLINE_FIELD, None)
@@ -143,8 +129,10 @@ class Dispatcher:
             budget_ms: float = method.default_timeout_ms
         elif isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw) or raw < 0:
             raise invalid_parameter(
-                [{"field": DEADLINE_FIELD, "message": "must be a non-negative number of milliseconds"}],
-                method.name,
+                DEADLINE_FIELD,
+                "must be a non-negative number of milliseconds",
+                message=f"invalid params for {method.name} — {DEADLINE_FIELD}",
+                method=method.name,
             )
         else:
             budget_ms = min(float(raw), MAX_DEADLINE_MS)
@@ -167,7 +155,7 @@ class Dispatcher:
         try:
             model = method.params.model_validate(params)
         except ValidationError as exc:
-            raise invalid_parameter(field_errors(exc), method.name) from None
+            raise from_validation_error(exc, f"invalid params for {method.name}", method=method.name) from None
 
         margin = min(self.margin_s, budget_ms / 1000.0 * MARGIN_SHARE)
         inner = deadline.child(margin)

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, unauthorized
 from rpc.models.sandbox import Health
 from sandbox_image.auth import TokenAuth
 from sandbox_image.dispatcher import Dispatcher, error_response
@@ -54,8 +54,8 @@ def build_app(
                 headers={"Allow": "POST"},
             )
         if auth is not None and not auth.check(request.headers.get("Authorization")):
-            message = "missing bearer token" if "Authorization" not in request.headers else "invalid bearer token"
-            return _error(401, BoxwrightError(ErrorCode.UNAUTHORIZED, message), headers={"WWW-Authenticate": "Bearer"})
+            refused = unauthorized(request.headers.get("Authorization"))
+            return _error(401, refused, headers={"WWW-Authenticate": "Bearer"})
         if request.content_length is not None and request.content_length > max_body_bytes:
             return _too_large(max_body_bytes)
         try:

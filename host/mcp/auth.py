@@ -3,7 +3,6 @@ sandboxes. Only SHA-256 hashes of tokens are stored (`boxwright token add`), nev
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -12,16 +11,16 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from rpc.auth import bearer_token, token_sha256
+from rpc.errors import unauthorized
+
+TOKEN_HINT = "send 'Authorization: Bearer <token>' (create one with `boxwright token add`)"
 OWNER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
 
 
 def default_token_file() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "boxwright" / "tokens.json"
-
-
-def _digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class TokenStore:
@@ -43,7 +42,7 @@ class TokenStore:
         """Create a token for `owner`, store its hash (file mode 600) and return the token once."""
         token = "bxw_" + secrets.token_urlsafe(32)
         data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"tokens": []}
-        data["tokens"].append({"owner": owner, "sha256": _digest(token)})
+        data["tokens"].append({"owner": owner, "sha256": token_sha256(token)})
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -53,9 +52,8 @@ class TokenStore:
         return token
 
     def owner_of(self, authorization: str | None) -> str | None:
-        if not authorization or not authorization.lower().startswith("bearer "):
-            return None
-        return self._owners.get(_digest(authorization[7:].strip()))
+        token = bearer_token(authorization)
+        return self._owners.get(token_sha256(token)) if token else None
 
 
 class BearerAuthMiddleware:
@@ -72,14 +70,8 @@ class BearerAuthMiddleware:
             return
         auth = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
         if self.tokens.owner_of(auth) is None:
-            body = json.dumps(
-                {
-                    "error": "missing or unknown bearer token",
-                    "errorCode": "UNAUTHORIZED",
-                    "recoverHint": "send 'Authorization: Bearer <token>' (create one with `boxwright token add`)",
-                    "details": {},
-                }
-            ).encode()
+            refused = unauthorized(auth, hint=TOKEN_HINT)
+            body = refused.to_body().model_dump_json().encode()
             await send(
                 {
                     "type": "http.response.start",

@@ -21,11 +21,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from host.mcp.results import failure, success
 from host.sandboxes.models import Caller
 from rpc.deadline import Deadline
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, from_validation_error
 
 log = logging.getLogger("boxwright.tools")
 
 I = TypeVar("I", bound=BaseModel)  # noqa: E741
+ARGUMENTS_HINT = "fix the named arguments (the tool's inputSchema lists what it accepts) and call again"
 
 
 @dataclass(frozen=True)
@@ -65,18 +66,6 @@ class _RawArguments(ArgModelBase):
         return {"arguments": dict(self.__pydantic_extra__ or {})}
 
 
-def invalid_arguments(exc: ValidationError) -> BoxwrightError:
-    """Field names and messages only: rejected values may be secrets or file contents."""
-    errors = [{"field": ".".join(str(p) for p in e["loc"]) or "(arguments)", "message": e["msg"]} for e in exc.errors()]
-    listing = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
-    return BoxwrightError(
-        ErrorCode.INVALID_PARAMETER,
-        f"invalid arguments — {listing}",
-        hint="fix the named arguments (the tool's inputSchema lists what it accepts) and call again",
-        details={"errors": errors},
-    )
-
-
 def build_tool(spec: ToolSpec[Any], resolve_caller: Callable[[Context], Caller]) -> Tool:
     async def _call(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         started = time.monotonic()
@@ -87,7 +76,8 @@ def build_tool(spec: ToolSpec[Any], resolve_caller: Callable[[Context], Caller])
             try:
                 args = spec.input.model_validate(arguments)
             except ValidationError as exc:
-                raise invalid_arguments(exc) from None
+                # Field names and messages only: rejected values may be secrets or file contents.
+                raise from_validation_error(exc, "invalid arguments", root="(arguments)", hint=ARGUMENTS_HINT) from None
             caller = resolve_caller(ctx)
             deadline = Deadline.after(spec.budget_s(args))
             try:

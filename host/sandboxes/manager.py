@@ -7,7 +7,6 @@ and ownership locks) and adopts or removes it, so nothing leaks.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 import time
@@ -28,8 +27,9 @@ from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
 from host.config import Settings
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
+from rpc.auth import token_sha256
 from rpc.deadline import Deadline
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, Category, ErrorCode
 from rpc.methods import Method, P, R
 from rpc.models.network import NetworkPolicy
 
@@ -186,7 +186,7 @@ class SandboxManager:
                 await self._remove(rec, "failed to start", tombstone=False)
             if isinstance(exc, BoxwrightError):
                 if logs:
-                    exc.details.setdefault("agentLogTail", logs[-2000:])
+                    raise exc.with_details(agentLogTail=logs[-2000:]) from exc
                 raise
             if isinstance(exc, Exception):
                 raise BoxwrightError(
@@ -237,10 +237,9 @@ class SandboxManager:
                 await self._start_code_runner(rec, deadline)
                 return rec, await self.agent.call(rec.endpoint, method, params, deadline)
         except BoxwrightError as exc:
-            exc.details.setdefault("sandboxId", rec.id)
-            if exc.code in (ErrorCode.AGENT_UNREACHABLE, ErrorCode.RPC_TIMEOUT):
-                await self._explain_unreachable(rec, exc)
-            raise
+            if exc.code.category is Category.SANDBOX:  # the sandbox itself failed: say how, from the engine
+                raise await self._explain_unreachable(rec, exc.with_details(sandboxId=rec.id)) from exc
+            raise exc.with_details(sandboxId=rec.id) from exc
 
     # -- housekeeping ------------------------------------------------------------------------
     async def reap(self) -> None:
@@ -331,7 +330,7 @@ class SandboxManager:
     def _env(rec: SandboxRecord) -> dict[str, str]:
         # Only the token's hash enters the container: processes started with `docker exec`
         # (the code runner) inherit the container env, and must not learn the token.
-        return {"BOXWRIGHT_TOKEN_SHA256": hashlib.sha256(rec.token.encode()).hexdigest()}
+        return {"BOXWRIGHT_TOKEN_SHA256": token_sha256(rec.token)}
 
     @staticmethod
     def _attach(rec: SandboxRecord, info: ContainerInfo) -> None:
@@ -413,18 +412,27 @@ class SandboxManager:
                 details={"sandboxId": rec.id},
             )
 
-    async def _explain_unreachable(self, rec: SandboxRecord, exc: BoxwrightError) -> None:
+    async def _explain_unreachable(self, rec: SandboxRecord, exc: BoxwrightError) -> BoxwrightError:
+        """The error to raise instead of `exc`, once the engine said what became of the container."""
         info = await self._thread(self.backend.inspect, rec.container_id or "")
         if info is None:
             self._forget(rec)
-            exc.code, exc.message = ErrorCode.SANDBOX_NOT_FOUND, f"sandbox {rec.id} no longer exists"
-            exc.hint = "it was removed outside Boxwright; call sandbox_create"
-            return
+            return BoxwrightError(
+                ErrorCode.SANDBOX_NOT_FOUND,
+                f"sandbox {rec.id} no longer exists",
+                hint="it was removed outside Boxwright; call sandbox_create",
+                details=exc.details,
+            )
         rec.status = _status_of(info)
-        exc.details["containerStatus"] = info.status
+        details = {**exc.details, "containerStatus": info.status}
         if rec.status is SandboxStatus.EXITED:
-            exc.code, exc.message = ErrorCode.SANDBOX_NOT_RUNNING, f"sandbox {rec.id} has stopped ({info.status})"
-            exc.hint = "destroy it with sandbox_destroy and call sandbox_create"
+            return BoxwrightError(
+                ErrorCode.SANDBOX_NOT_RUNNING,
+                f"sandbox {rec.id} has stopped ({info.status})",
+                hint="destroy it with sandbox_destroy and call sandbox_create",
+                details=details,
+            )
+        return BoxwrightError(exc.code, exc.message, hint=exc.hint, details=details)
 
     async def _adopt_or_remove(self, info: ContainerInfo) -> None:
         lab = info.labels

@@ -4,7 +4,6 @@ image cannot be pulled (air-gapped machines)."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import secrets
 import time
@@ -17,6 +16,7 @@ from testcontainers.core.wait_strategies import HttpWaitStrategy
 from host.agent_client import decode_response, encode_request
 from host.backends.docker_backend import CODE_RUNNER_CMD, RUNNER_UID, SANDBOX_GID, tmpfs_mounts
 from rpc import methods
+from rpc.auth import token_sha256
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.methods import Method, P, R
 from rpc.models.code import CodeRunParams, CodeRunResult
@@ -37,7 +37,7 @@ class BoxwrightContainer(DockerContainer):
     def __init__(self, image: str = "boxwright-sandbox:latest", *, mem_limit: str = "1g", **kwargs: Any) -> None:
         super().__init__(image, **kwargs)
         self.token = secrets.token_urlsafe(32)
-        self.with_env("BOXWRIGHT_TOKEN_SHA256", hashlib.sha256(self.token.encode()).hexdigest())
+        self.with_env("BOXWRIGHT_TOKEN_SHA256", token_sha256(self.token))
         # Loopback only: the agent port must never be reachable from the network.
         self.ports[f"{AGENT_PORT}/tcp"] = ("127.0.0.1", None)  # type: ignore[assignment]
         self.tmpfs.update(tmpfs_mounts("256m"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import struct
 
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, FieldError, invalid_fields
 from rpc.models.browser import MAX_FULL_PAGE_HEIGHT, ScreenshotParams, ScreenshotResult
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, execution_error
 from sandbox_image.browser.locate import act, locate
@@ -29,10 +29,9 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 async def screenshot(tab: Tab, params: ScreenshotParams, budget: Budget) -> ScreenshotResult:
     if params.selector and params.fullPage:
-        raise BoxwrightError(
-            ErrorCode.INVALID_PARAMETER,
+        raise invalid_fields(
+            [FieldError(field=name, message="excludes the other") for name in ("selector", "fullPage")],
             "pass either selector (one element) or fullPage, not both",
-            details={"fields": ["selector", "fullPage"]},
         )
     cut_width: float | None = None  # a full page taller than MAX_FULL_PAGE_HEIGHT is cut
     if params.selector:

@@ -15,7 +15,7 @@ from typing import TypeVar
 from aiohttp import web
 
 from rpc.deadline import Deadline
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.methods import Method
 from rpc.models.base import Result
 from rpc.models.browser import SessionInfo, SessionsParams, SessionsResult, TabInfo, TabParams, TabsParams, TabsResult
@@ -35,11 +35,7 @@ Operation = Callable[[Tab, P, Budget], Awaitable[R]]
 
 
 def _required(field: str, action: str) -> BoxwrightError:
-    return BoxwrightError(
-        ErrorCode.INVALID_PARAMETER,
-        f"action {action!r} needs {field}",
-        details={"errors": [{"field": field, "message": f"required for action {action!r}"}]},
-    )
+    return invalid_parameter(field, f"required for action {action!r}", message=f"action {action!r} needs {field}")
 
 
 class BrowserService:

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.models.code import CodeRunParams
 
 # What user code sees: never the daemon's own environment (no BOXWRIGHT_*, no venv).
@@ -33,11 +33,7 @@ _SUFFIX = {"python": ".py", "bash": ".sh"}
 
 
 def _bad_env(message: str) -> BoxwrightError:
-    return BoxwrightError(
-        ErrorCode.INVALID_PARAMETER,
-        f"invalid env: {message}",
-        details={"errors": [{"field": "env", "message": message}]},
-    )
+    return invalid_parameter("env", message)
 
 
 def user_env(extra: Mapping[str, str]) -> dict[str, str]:

@@ -17,7 +17,7 @@ from collections import deque
 from contextlib import suppress
 from datetime import UTC, datetime
 
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.models.files import (
     MAX_WRITE_BYTES,
     FileEntry,
@@ -97,20 +97,20 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
 def _text_part(fd: int, rel: str, data: bytes, offset: int, limit: int, eof: bool) -> tuple[bytes, str]:
     """Cut `data` at a character boundary and decode it strictly."""
     if offset > 0 and data and is_continuation(data[0]) and ends_inside_sequence(os.pread(fd, 3, max(0, offset - 3))):
-        raise BoxwrightError(
-            ErrorCode.INVALID_PARAMETER,
-            f"offset {offset} falls inside a multibyte UTF-8 character",
+        raise invalid_parameter(
+            "offset",
+            "not at a character boundary",
+            message=f"offset {offset} falls inside a multibyte UTF-8 character",
             hint="continue from the nextOffset of the previous read, or read with encoding 'base64'",
-            details={"errors": [{"field": "offset", "message": "not at a character boundary"}]},
         )
     if not eof:
         keep = complete_prefix_len(data)
         if keep == 0 and data:
-            raise BoxwrightError(
-                ErrorCode.INVALID_PARAMETER,
-                f"limit {limit} is smaller than the UTF-8 character at offset {offset}",
+            raise invalid_parameter(
+                "limit",
+                "too small for the character at offset",
+                message=f"limit {limit} is smaller than the UTF-8 character at offset {offset}",
                 hint="raise limit (4 bytes always hold a whole character)",
-                details={"errors": [{"field": "limit", "message": "too small for the character at offset"}]},
             )
         data = data[:keep]
     try:
@@ -172,20 +172,16 @@ def decode_content(params: FileWriteParams) -> bytes:
         try:
             data = base64.b64decode(compact, validate=True)
         except (binascii.Error, ValueError):
-            raise BoxwrightError(
-                ErrorCode.INVALID_PARAMETER,
-                "content is not valid base64",
-                details={"errors": [{"field": "content", "message": "invalid base64"}]},
-            ) from None
+            raise invalid_parameter("content", "invalid base64", message="content is not valid base64") from None
     else:
         try:
             data = params.content.encode("utf-8")
         except UnicodeEncodeError:
-            raise BoxwrightError(
-                ErrorCode.INVALID_PARAMETER,
-                "content is not valid Unicode text (lone surrogate)",
+            raise invalid_parameter(
+                "content",
+                "not encodable as UTF-8",
+                message="content is not valid Unicode text (lone surrogate)",
                 hint="send binary data with encoding 'base64'",
-                details={"errors": [{"field": "content", "message": "not encodable as UTF-8"}]},
             ) from None
     if len(data) > MAX_WRITE_BYTES:
         raise too_large

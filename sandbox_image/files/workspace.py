@@ -19,7 +19,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from types import TracebackType
 
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.models.files import EntryType
 
 MAX_SYMLINKS = 40  # like the kernel's own limit
@@ -39,11 +39,7 @@ def outside(path: str, why: str) -> BoxwrightError:
 def split_relative(path: str) -> list[str]:
     """Components of a workspace-relative path ('.' and empty ones dropped, '..' kept)."""
     if "\x00" in path:
-        raise BoxwrightError(
-            ErrorCode.INVALID_PARAMETER,
-            "path contains a NUL byte",
-            details={"errors": [{"field": "path", "message": "must not contain NUL bytes"}]},
-        )
+        raise invalid_parameter("path", "must not contain NUL bytes", message="path contains a NUL byte")
     if path.startswith("/"):
         raise outside(path, "absolute paths are not allowed; use a path relative to the workspace")
     parts = [part for part in path.split("/") if part not in ("", ".")]
