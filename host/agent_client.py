@@ -1,25 +1,25 @@
-"""JSON-RPC client for a sandbox's agent, with deadline propagation.
+"""The transport to a sandbox's agent: JSON-RPC (encoded by `rpc.envelope`) over HTTP, with deadline
+propagation.
 
-The caller hands in the RPC-layer Deadline. The agent is told (`deadlineMs`) a little less than
-that, so the agent answers with a structured timeout before this client's own backstop fires; if
-the agent is frozen or gone, the backstop turns the hang into RPC_TIMEOUT / AGENT_UNREACHABLE.
+The caller hands in the RPC-layer Deadline and the agent is told (`deadlineMs`) the agent deadline
+of the ladder (`rpc.deadline.LADDER`), a little less, so that it answers with a structured timeout
+before this client's own backstop fires; if the agent is frozen or gone, the backstop turns the hang
+into RPC_TIMEOUT / AGENT_UNREACHABLE. Every failure leaves here as a BoxwrightError.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 from pydantic import ValidationError
 
-from rpc.deadline import DEADLINE_FIELD, Deadline
-from rpc.envelope import RpcResponse
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.deadline import Deadline
+from rpc.envelope import MalformedResult, UnreadableResponse, decode_response, encode_request
+from rpc.errors import BoxwrightError, ErrorCode, invalid_fields
 from rpc.methods import Method, P, R
 from rpc.models.sandbox import Health
 
@@ -27,12 +27,17 @@ log = logging.getLogger(__name__)
 
 # Transport time reserved between this client's deadline and the one given to the agent.
 TRANSPORT_MARGIN_S = 0.75
+HEADERS = {"Content-Type": "application/json"}
 
 
 @dataclass(frozen=True)
 class AgentEndpoint:
     base_url: str
     token: str = field(repr=False)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {**HEADERS, "Authorization": f"Bearer {self.token}"}
 
 
 class AgentClient:
@@ -45,20 +50,28 @@ class AgentClient:
         await self._http.aclose()
 
     async def health(self, endpoint: AgentEndpoint, timeout_s: float = 2.0) -> Health:
-        resp = await self._http.get(f"{endpoint.base_url}/healthz", timeout=timeout_s)
-        resp.raise_for_status()
-        return Health.model_validate(resp.json())
+        """GET /healthz; an agent that does not answer it (yet) is AGENT_UNREACHABLE."""
+        try:
+            resp = await self._http.get(f"{endpoint.base_url}/healthz", timeout=timeout_s)
+            resp.raise_for_status()
+            return Health.model_validate_json(resp.content)
+        except (httpx.HTTPError, ValidationError) as exc:
+            raise BoxwrightError(
+                ErrorCode.AGENT_UNREACHABLE,
+                f"the sandbox agent's health check failed ({type(exc).__name__})",
+                details={"cause": str(exc)[:200]},
+            ) from exc
 
     async def call(self, endpoint: AgentEndpoint, method: Method[P, R], params: P, deadline: Deadline) -> R:
         agent_ms = max(1, deadline.child(TRANSPORT_MARGIN_S).remaining_ms())
-        body = encode_request(method, params, agent_ms, next(self._ids))
+        body = encode_request(method, params, deadline_ms=agent_ms, request_id=next(self._ids))
         started = time.monotonic()
         try:
             async with deadline.timeout():
                 resp = await self._http.post(
                     f"{endpoint.base_url}/rpc",
-                    content=json.dumps(body),
-                    headers={"Authorization": f"Bearer {endpoint.token}", "Content-Type": "application/json"},
+                    content=body,
+                    headers=endpoint.headers,
                     timeout=httpx.Timeout(None, connect=min(5.0, max(0.1, deadline.remaining()))),
                 )
         except TimeoutError as exc:
@@ -73,36 +86,25 @@ class AgentClient:
                 f"cannot reach the sandbox agent ({type(exc).__name__})",
                 details={"method": method.name},
             ) from exc
-        return decode_response(method, resp)
+        return read_answer(method, resp.status_code, resp.content)
 
 
-def encode_request(method: Method[P, R], params: P, deadline_ms: int, request_id: int) -> dict[str, Any]:
-    wire_params = params.model_dump(mode="json", exclude_none=True)
-    wire_params[DEADLINE_FIELD] = deadline_ms
-    return {"jsonrpc": "2.0", "id": request_id, "method": method.name, "params": wire_params}
-
-
-def decode_response(method: Method[P, R], resp: httpx.Response) -> R:
-    """The agent's answer as the method's result model, or its error as a BoxwrightError."""
+def read_answer(method: Method[P, R], status: int, content: bytes) -> R:
+    """The agent's HTTP answer as the method's result model, or its error as a BoxwrightError."""
     try:
-        envelope = RpcResponse.model_validate(resp.json())
-    except (ValueError, ValidationError) as exc:
-        code = {401: ErrorCode.UNAUTHORIZED, 413: ErrorCode.PAYLOAD_TOO_LARGE}.get(
-            resp.status_code, ErrorCode.AGENT_UNREACHABLE
-        )
+        return decode_response(method, content)
+    except MalformedResult as exc:
+        raise invalid_fields(
+            exc.errors,
+            f"the sandbox agent returned a malformed {method.name} result (version mismatch?)",
+            code=ErrorCode.INTERNAL_ERROR,
+            hint="rebuild the sandbox image (`boxwright image build`) and recreate the sandbox",
+            method=method.name,
+        ) from exc
+    except UnreadableResponse as exc:
+        code = {401: ErrorCode.UNAUTHORIZED, 413: ErrorCode.PAYLOAD_TOO_LARGE}.get(status, ErrorCode.AGENT_UNREACHABLE)
         raise BoxwrightError(
             code,
-            f"the sandbox agent answered HTTP {resp.status_code} without a JSON-RPC body",
-            details={"method": method.name, "httpStatus": resp.status_code},
-        ) from exc
-    if envelope.error is not None:
-        raise envelope.error.to_exception()
-    try:
-        return method.result.model_validate(envelope.result)
-    except ValidationError as exc:
-        raise BoxwrightError(
-            ErrorCode.INTERNAL_ERROR,
-            f"the sandbox agent returned a malformed {method.name} result (version mismatch?)",
-            hint="rebuild the sandbox image (`boxwright image build`) and recreate the sandbox",
-            details={"method": method.name, "errors": [str(e["loc"]) for e in exc.errors()][:10]},
+            f"the sandbox agent answered HTTP {status} without a JSON-RPC body",
+            details={"method": method.name, "httpStatus": status},
         ) from exc

@@ -1,14 +1,14 @@
 """The JSON-RPC dispatcher shared by the agent and the runner daemon.
 
-It owns everything between "a parsed request body" and "a response body": envelope checks,
-method lookup, params validation, the deadline, error translation and one log line per call.
+It owns everything between a request body and a response body — decoded and encoded by
+`rpc.envelope` — : method lookup, params validation, the deadline, error translation and one log
+line per call.
 Feature modules only register handlers (`register(dispatcher, ...)`), so new features plug in
 without touching this file.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from rpc.deadline import DEADLINE_FIELD, Deadline
-from rpc.envelope import RequestId, RpcError, RpcRequest, RpcResponse
+from rpc.envelope import RequestId, RpcRequest, decode_request, encode_error, encode_result, parse_json, request_id_of
 from rpc.errors import BoxwrightError, ErrorCode, from_validation_error, invalid_parameter
 from rpc.methods import BY_NAME, Method
 from rpc.models.base import Params, Result
@@ -41,28 +41,6 @@ MAX_DEADLINE_MS = 24 * 3600 * 1000
 class _Registration:
     method: Method[Any, Any]
     handler: Handler[Any, Any]
-
-
-def error_response(exc: BoxwrightError, request_id: RequestId = None) -> dict[str, Any]:
-    """A JSON-RPC error body for `exc` (used by the HTTP layer for 401/405/413 too)."""
-    return RpcResponse(id=request_id, error=RpcError.from_exception(exc)).to_wire()
-
-
-def parse_body(body: bytes) -> Any:
-    """JSON-decode a request body; anything undecodable is PARSE_ERROR, never an exception."""
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):  # JSONDecodeError, bad UTF-8, huge ints, absurd nesting
-        raise BoxwrightError(ErrorCode.PARSE_ERROR, "request body is not valid JSON") from None
-
-
-def _request_id(obj: Any) -> RequestId:
-    """The id to echo in an error, if the (possibly invalid) request has a usable one."""
-    if isinstance(obj, dict):
-        rid = obj.get("id")
-        if isinstance(rid, str | int) and not isinstance(rid, bool) and len(str(rid)) <= 256:
-            return rid
-    return None
 
 
 class Dispatcher:
@@ -88,40 +66,26 @@ class Dispatcher:
         """Full pipeline from a raw body; `received_at` (monotonic) is when the request arrived."""
         received_at = time.monotonic() if received_at is None else received_at
         try:
-            obj = parse_body(body)
+            obj = parse_json(body)
         except BoxwrightError as exc:
             self._log("-", None, exc.code.value, received_at)
-            return error_response(exc)
+            return encode_error(exc)
         return await self.dispatch(obj, received_at=received_at)
 
     async def dispatch(self, obj: Any, *, received_at: float | None = None) -> dict[str, Any]:
         received_at = time.monotonic() if received_at is None else received_at
-        request_id = _request_id(obj)
+        request_id = request_id_of(obj)
         method_name = "-"
         try:
-            request = self._envelope(obj)
+            request = decode_request(obj)
             method_name = request.method
             request_id = request.id
             result = await self._call(request, received_at)
         except BoxwrightError as exc:
             self._log(method_name, request_id, exc.code.value, received_at)
-            return error_response(exc, request_id)
+            return encode_error(exc, request_id)
         self._log(method_name, request_id, "ok", received_at)
-        return RpcResponse(id=request_id, result=result).to_wire()
-
-    def _envelope(self, obj: Any) -> RpcRequest:
-        if isinstance(obj, list):
-            raise BoxwrightError(
-                ErrorCode.INVALID_REQUEST,
-                "batch requests are not supported: send one JSON-RPC request per HTTP call",
-            )
-        if not isinstance(obj, dict):
-            raise BoxwrightError(ErrorCode.INVALID_REQUEST, "the request must be a JSON object")
-        try:
-            return RpcRequest.model_validate(obj)
-        except ValidationError as exc:
-            what = "not a valid JSON-RPC 2.0 request"
-            raise from_validation_error(exc, what, code=ErrorCode.INVALID_REQUEST) from None
+        return encode_result(request_id, result)
 
     def _deadline(self, method: Method[Any, Any], params: dict[str, Any], received_at: float) -> tuple[Deadline, int]:
         raw = params.pop(DEADLINE_FIELD, None)
@@ -138,7 +102,7 @@ class Dispatcher:
             budget_ms = min(float(raw), MAX_DEADLINE_MS)
         return Deadline(received_at + budget_ms / 1000.0), int(budget_ms)
 
-    async def _call(self, request: RpcRequest, received_at: float) -> Any:
+    async def _call(self, request: RpcRequest, received_at: float) -> Result:
         registration = self._handlers.get(request.method)
         if registration is None:
             known = request.method in BY_NAME  # in the contract, but no handler here (older image?)
@@ -164,7 +128,7 @@ class Dispatcher:
                 result = await registration.handler(model, inner)
             if not isinstance(result, method.result):
                 result = method.result.model_validate(result)
-            return result.model_dump(mode="json")
+            return result
         except BoxwrightError:
             raise
         except TimeoutError:

@@ -12,16 +12,17 @@ from typing import Any
 
 from aiohttp import web
 
+from rpc.envelope import encode_error
 from rpc.errors import BoxwrightError, ErrorCode, unauthorized
 from rpc.models.sandbox import Health
 from sandbox_image.auth import TokenAuth
-from sandbox_image.dispatcher import Dispatcher, error_response
+from sandbox_image.dispatcher import Dispatcher
 
 HealthProvider = Callable[[], Awaitable[Health]]
 
 
 def _error(status: int, exc: BoxwrightError, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response(error_response(exc), status=status, headers=headers)
+    return web.json_response(encode_error(exc), status=status, headers=headers)
 
 
 def _too_large(limit: int) -> web.Response:

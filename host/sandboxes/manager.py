@@ -17,7 +17,6 @@ from typing import TypeVar
 
 import anyio
 import anyio.to_thread
-import httpx
 from pydantic import ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
@@ -374,12 +373,12 @@ class SandboxManager:
             async for attempt in AsyncRetrying(
                 stop=stop_after_delay(max(0.0, deadline.remaining())),
                 wait=wait_fixed(0.02),  # a probe is ~1 ms; readiness is detected within 20 ms
-                retry=retry_if_exception_type((_NotReady, httpx.HTTPError)),
+                retry=retry_if_exception_type(_NotReady),
                 reraise=True,
             ):
                 with attempt:
                     await self._probe(rec, need_runner)
-        except (_NotReady, httpx.HTTPError) as exc:
+        except _NotReady as exc:
             raise BoxwrightError(
                 ErrorCode.SANDBOX_START_TIMEOUT,
                 f"sandbox {rec.id} was not ready within its start-up time"
@@ -397,9 +396,11 @@ class SandboxManager:
             raise _NotReady("no published port yet")
         try:
             health = await self.agent.health(rec.endpoint, timeout_s=2.0)
-        except httpx.HTTPError:
+        except BoxwrightError as exc:
+            if exc.code is not ErrorCode.AGENT_UNREACHABLE:
+                raise
             await self._fail_if_dead(rec)
-            raise
+            raise _NotReady(exc.message) from exc
         if need_runner and not health.codeRunnerReady:
             raise _NotReady("code runner not connected")
 

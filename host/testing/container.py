@@ -13,10 +13,11 @@ import httpx
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.wait_strategies import HttpWaitStrategy
 
-from host.agent_client import decode_response, encode_request
+from host.agent_client import AgentEndpoint, read_answer
 from host.backends.docker_backend import CODE_RUNNER_CMD, RUNNER_UID, SANDBOX_GID, tmpfs_mounts
 from rpc import methods
 from rpc.auth import token_sha256
+from rpc.envelope import encode_request
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.methods import Method, P, R
 from rpc.models.code import CodeRunParams, CodeRunResult
@@ -94,14 +95,13 @@ class BoxwrightContainer(DockerContainer):
     def call(self, method: Method[P, R], params: P, *, timeout_s: float | None = None) -> R:
         """One typed RPC; errors raise BoxwrightError with the agent's errorCode."""
         budget_ms = int(timeout_s * 1000) if timeout_s else method.budget_ms(params)
-        body = encode_request(method, params, budget_ms, next(self._ids))
+        body = encode_request(method, params, deadline_ms=budget_ms, request_id=next(self._ids))
+        headers = AgentEndpoint(self.base_url, self.token).headers
         try:
-            resp = self.http.post(
-                "/rpc", json=body, headers={"Authorization": f"Bearer {self.token}"}, timeout=budget_ms / 1000 + 5
-            )
+            resp = self.http.post("/rpc", content=body, headers=headers, timeout=budget_ms / 1000 + 5)
         except httpx.TimeoutException as exc:
             raise BoxwrightError(ErrorCode.RPC_TIMEOUT, f"{method.name} did not answer in time") from exc
-        return decode_response(method, resp)
+        return read_answer(method, resp.status_code, resp.content)
 
     # Conveniences for the common calls.
     def run_code(self, code: str, language: str = "python", **kwargs: Any) -> CodeRunResult:

@@ -11,10 +11,9 @@ import itertools
 from typing import Any
 
 import aiohttp
-from pydantic import ValidationError
 
-from rpc.deadline import DEADLINE_FIELD, Deadline
-from rpc.envelope import RpcError
+from rpc.deadline import Deadline
+from rpc.envelope import UnreadableResponse, decode_response, encode_request
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.methods import BY_NAME, RUNNER_METHODS, Method
 from rpc.models.base import Params, Result
@@ -50,28 +49,18 @@ class RunnerClient:
 
     async def call(self, method: Method[Any, Any], params: Params, deadline: Deadline) -> Result:
         """Forward one call with what is left of the deadline; the daemon's errors are re-raised as-is."""
-        payload = {
-            "jsonrpc": "2.0",
-            "id": next(self._ids),
-            "method": method.name,
-            "params": {**params.model_dump(mode="json"), DEADLINE_FIELD: deadline.remaining_ms()},
-        }
+        request = encode_request(method, params, deadline_ms=deadline.remaining_ms(), request_id=next(self._ids))
+        headers = {"Content-Type": "application/json"}
         try:
-            async with self._client().post(f"{_BASE_URL}/rpc", json=payload) as response:
-                body = await response.json(content_type=None)
+            async with self._client().post(f"{_BASE_URL}/rpc", data=request, headers=headers) as response:
+                body = await response.read()
         except aiohttp.ClientConnectorError:  # no socket, or nobody listening on it
             raise _unavailable("nothing answers on its socket", self.socket_path) from None
-        except aiohttp.ClientConnectionError:  # the daemon died mid-call
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError):  # the daemon died mid-call
             raise _unavailable("the connection to it was lost", self.socket_path) from None
-        except (ValueError, aiohttp.ClientResponseError):
-            raise BoxwrightError(ErrorCode.INTERNAL_ERROR, "the code runner sent an unreadable answer") from None
         try:
-            if isinstance(body, dict) and body.get("error") is not None:
-                raise RpcError.model_validate(body["error"]).to_exception()
-            if not isinstance(body, dict) or "result" not in body:
-                raise ValueError("no result")
-            return method.result.model_validate(body["result"])
-        except (ValidationError, ValueError):
+            return decode_response(method, body)
+        except UnreadableResponse:
             raise BoxwrightError(ErrorCode.INTERNAL_ERROR, "the code runner sent an unreadable answer") from None
 
     async def ready(self, within_s: float = READY_TIMEOUT_S) -> bool:

@@ -1,0 +1,67 @@
+"""The one JSON-RPC codec: what a client encodes, the dispatcher decodes, and back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from host.agent_client import read_answer
+from rpc.deadline import DEADLINE_FIELD, Deadline
+from rpc.envelope import MalformedResult, UnreadableResponse, decode_response, encode_error, encode_request
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.methods import FILE_READ
+from rpc.models.files import FileReadParams, FileReadResult
+from sandbox_image.dispatcher import Dispatcher
+
+
+async def test_a_request_round_trips_through_the_dispatcher() -> None:
+    seen: list[tuple[FileReadParams, float]] = []
+
+    async def read(params: FileReadParams, deadline: Deadline) -> FileReadResult:
+        seen.append((params, deadline.remaining()))
+        return FileReadResult(path=params.path, content="hi", encoding="utf-8", size=2, offset=0, length=2, eof=True)
+
+    dispatcher = Dispatcher("test")
+    dispatcher.register(FILE_READ, read)
+    body = encode_request(FILE_READ, FileReadParams(path="a.txt"), deadline_ms=5000, request_id=7)
+    sent = json.loads(body)
+    assert sent["method"] == "file.read" and sent["params"]["path"] == "a.txt"
+    assert sent["params"][DEADLINE_FIELD] == 5000
+    answer = await dispatcher.dispatch_bytes(body)
+    assert answer["id"] == 7
+    result = decode_response(FILE_READ, json.dumps(answer).encode())
+    assert result.content == "hi" and seen[0][0].path == "a.txt" and 4 < seen[0][1] <= 5
+
+
+def test_the_peers_error_is_raised_as_itself() -> None:
+    error = BoxwrightError(ErrorCode.FILE_NOT_FOUND, "no a.txt", details={"path": "a.txt"})
+    with pytest.raises(BoxwrightError) as info:
+        decode_response(FILE_READ, json.dumps(encode_error(error, 3)).encode())
+    assert info.value.code is ErrorCode.FILE_NOT_FOUND and info.value.details == {"path": "a.txt"}
+
+
+@pytest.mark.parametrize("body", [b"", b"<html>", b"[]", b'{"jsonrpc": "1.0"}'])
+def test_anything_else_is_unreadable(body: bytes) -> None:
+    with pytest.raises(UnreadableResponse):
+        decode_response(FILE_READ, body)
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [(401, ErrorCode.UNAUTHORIZED), (413, ErrorCode.PAYLOAD_TOO_LARGE), (502, ErrorCode.AGENT_UNREACHABLE)],
+)
+def test_the_agent_transport_names_unreadable_answers_by_status(status: int, code: ErrorCode) -> None:
+    with pytest.raises(BoxwrightError) as info:
+        read_answer(FILE_READ, status, b"<html>")
+    assert info.value.code is code and info.value.details["httpStatus"] == status
+
+
+def test_a_result_of_another_version_is_an_internal_error_naming_its_fields() -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"path": "a"}}).encode()
+    with pytest.raises(MalformedResult):
+        decode_response(FILE_READ, body)
+    with pytest.raises(BoxwrightError) as info:
+        read_answer(FILE_READ, 200, body)
+    assert info.value.code is ErrorCode.INTERNAL_ERROR
+    assert "content" in {e["field"] for e in info.value.details["errors"]}
