@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import httpx
 from pydantic import ValidationError
 
-from rpc.deadline import Deadline
+from rpc.deadline import LADDER, Deadline
 from rpc.envelope import MalformedResult, UnreadableResponse, decode_response, encode_request
 from rpc.errors import BoxwrightError, ErrorCode, invalid_fields
 from rpc.methods import Method, P, R
@@ -25,8 +25,6 @@ from rpc.models.sandbox import Health
 
 log = logging.getLogger(__name__)
 
-# Transport time reserved between this client's deadline and the one given to the agent.
-TRANSPORT_MARGIN_S = 0.75
 HEADERS = {"Content-Type": "application/json"}
 
 
@@ -63,7 +61,7 @@ class AgentClient:
             ) from exc
 
     async def call(self, endpoint: AgentEndpoint, method: Method[P, R], params: P, deadline: Deadline) -> R:
-        agent_ms = max(1, deadline.child(TRANSPORT_MARGIN_S).remaining_ms())
+        agent_ms = max(1, LADDER.agent(deadline).remaining_ms())
         body = encode_request(method, params, deadline_ms=agent_ms, request_id=next(self._ids))
         started = time.monotonic()
         try:

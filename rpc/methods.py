@@ -27,8 +27,6 @@ from rpc.models.files import (
 )
 from rpc.models.sandbox import SandboxInfoParams, SandboxInfoResult
 
-AGENT_SLACK_MS = 2_000
-
 P = TypeVar("P", bound=Params)
 R = TypeVar("R", bound=Result)
 
@@ -38,13 +36,7 @@ class Method(Generic[P, R]):
     name: str
     params: type[P]
     result: type[R]
-    default_timeout_ms: int = 30_000
-
-    def budget_ms(self, params: Params) -> int:
-        """How long the agent may spend: the operation's own timeout (or the method default), plus
-        any long-poll wait, plus slack so the operation's own timeout fires before the agent's."""
-        op = getattr(params, "timeoutMs", None) or self.default_timeout_ms
-        return int(op) + int(getattr(params, "waitMs", 0) or 0) + AGENT_SLACK_MS
+    default_timeout_ms: int = 30_000  # the operation's budget when its params have no timeoutMs
 
 
 SANDBOX_INFO = Method("sandbox.info", SandboxInfoParams, SandboxInfoResult, 5_000)

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from rpc.deadline import DEADLINE_FIELD, Deadline
+from rpc.deadline import DEADLINE_FIELD, LADDER, Deadline
 from rpc.envelope import RequestId, RpcRequest, decode_request, encode_error, encode_result, parse_json, request_id_of
 from rpc.errors import BoxwrightError, ErrorCode, from_validation_error, invalid_parameter
 from rpc.methods import BY_NAME, Method
@@ -29,10 +29,6 @@ R = TypeVar("R", bound=Result)
 
 Handler = Callable[[P, Deadline], Awaitable[R]]
 
-# Handlers stop this much before the caller's deadline so the structured answer still arrives.
-DEFAULT_MARGIN_S = 0.25
-# ...but never more than this share of a small budget.
-MARGIN_SHARE = 0.1
 # A `deadlineMs` above this is treated as this (nothing legitimate waits a day).
 MAX_DEADLINE_MS = 24 * 3600 * 1000
 
@@ -46,9 +42,8 @@ class _Registration:
 class Dispatcher:
     """Method table + handlers; turns one decoded request into one response body."""
 
-    def __init__(self, name: str, *, margin_s: float = DEFAULT_MARGIN_S) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.margin_s = margin_s
         self.log = logging.getLogger(f"boxwright.{name}.rpc")
         self._handlers: dict[str, _Registration] = {}
 
@@ -121,8 +116,7 @@ class Dispatcher:
         except ValidationError as exc:
             raise from_validation_error(exc, f"invalid params for {method.name}", method=method.name) from None
 
-        margin = min(self.margin_s, budget_ms / 1000.0 * MARGIN_SHARE)
-        inner = deadline.child(margin)
+        inner = LADDER.handler(deadline, budget_ms)
         try:
             async with inner.timeout():
                 result = await registration.handler(model, inner)

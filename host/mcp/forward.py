@@ -6,13 +6,10 @@ from typing import Any
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
-from host.agent_client import TRANSPORT_MARGIN_S
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.sandboxes.manager import SandboxManager
+from rpc.deadline import LADDER
 from rpc.methods import Method
-
-# Time the tool layer keeps for itself beyond the RPC deadline: its backstop fires last.
-TOOL_MARGIN_S = 3.0
 
 SANDBOX_ID_DOC = "Sandbox to act on. Optional when you have one sandbox or created one in this session (the default)."
 
@@ -48,14 +45,12 @@ def forward_tool(
         if guard is not None:
             guard(inv)
         params = method.params.model_validate(inv.args.model_dump(exclude={"sandboxId"}, exclude_unset=True))
-        rec, result = await manager.call(
-            inv.caller, inv.args.sandboxId, method, params, inv.deadline.child(TOOL_MARGIN_S)
-        )
+        rec, result = await manager.call(inv.caller, inv.args.sandboxId, method, params, LADDER.rpc(inv.deadline))
         out = ToolOutput(result=result, summary=f"{name} ok: {summary(params, result)}", sandbox_id=rec.id)
         return present(out) if present is not None else out
 
     def budget_s(args: Any) -> float:
-        return method.budget_ms(args) / 1000 + TRANSPORT_MARGIN_S + TOOL_MARGIN_S
+        return LADDER.tool_budget_s(method, args)
 
     return ToolSpec(
         name=name,

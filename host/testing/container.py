@@ -17,6 +17,7 @@ from host.agent_client import AgentEndpoint, read_answer
 from host.backends.docker_backend import CODE_RUNNER_CMD, RUNNER_UID, SANDBOX_GID, tmpfs_mounts
 from rpc import methods
 from rpc.auth import token_sha256
+from rpc.deadline import LADDER
 from rpc.envelope import encode_request
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.methods import Method, P, R
@@ -94,11 +95,11 @@ class BoxwrightContainer(DockerContainer):
 
     def call(self, method: Method[P, R], params: P, *, timeout_s: float | None = None) -> R:
         """One typed RPC; errors raise BoxwrightError with the agent's errorCode."""
-        budget_ms = int(timeout_s * 1000) if timeout_s else method.budget_ms(params)
+        budget_ms = int(timeout_s * 1000) if timeout_s else LADDER.agent_budget_ms(method, params)
         body = encode_request(method, params, deadline_ms=budget_ms, request_id=next(self._ids))
         headers = AgentEndpoint(self.base_url, self.token).headers
         try:
-            resp = self.http.post("/rpc", content=body, headers=headers, timeout=budget_ms / 1000 + 5)
+            resp = self.http.post("/rpc", content=body, headers=headers, timeout=budget_ms / 1000 + LADDER.transport_s)
         except httpx.TimeoutException as exc:
             raise BoxwrightError(ErrorCode.RPC_TIMEOUT, f"{method.name} did not answer in time") from exc
         return read_answer(method, resp.status_code, resp.content)

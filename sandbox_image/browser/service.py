@@ -59,7 +59,7 @@ class BrowserService:
 
     def tab_handler(self, method: Method[P, R], operation: Operation[P, R]) -> Handler[P, R]:
         async def handle(params: P, deadline: Deadline) -> R:
-            budget = Budget(deadline, getattr(params, "timeoutMs", None))
+            budget = Budget.of(deadline, getattr(params, "timeoutMs", None))
             tab = await self._tab(params)
             async with tab.lock:
                 try:
@@ -106,7 +106,7 @@ class BrowserService:
             if url is not None:
                 async with tab.lock:
                     try:
-                        await open_url(tab, url, "load", Budget(deadline, params.timeoutMs))
+                        await open_url(tab, url, "load", Budget.of(deadline, params.timeoutMs))
                     except BoxwrightError as exc:
                         raise BoxwrightError(
                             exc.code,

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from rpc.deadline import Deadline
+from rpc.deadline import LADDER, Deadline
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.code import (
     CodeRunParams,
@@ -31,13 +31,13 @@ from rpc.models.code import (
 )
 from sandbox_image.code.outputs import RingBuffer
 from sandbox_image.code.procs import exit_code, kill_session_now, signal_group
-from sandbox_image.code.runner import DRAIN_GRACE_S, INNER_MARGIN_S, CodeRunner
+from sandbox_image.code.runner import DRAIN_GRACE_S, CodeRunner
 from sandbox_image.code.spawn import PipeReader, Script, open_reader, spawn
 
 MAX_RUNNING = 16
 MAX_FINISHED = 50
 RING_BYTES = 1024 * 1024
-KILL_WAIT_S = 2.0  # how long process.kill waits to report whether the signal ended the process
+KILL_WAIT_MS = 2000  # how long process.kill waits to report whether the signal ended the process
 _SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL, "INT": signal.SIGINT}
 
 
@@ -196,7 +196,7 @@ class ProcessManager:
 
     async def output(self, params: ProcessOutputParams, deadline: Deadline) -> ProcessOutputResult:
         managed = self.get(params.processId)
-        wait = min(params.waitMs / 1000.0, deadline.remaining() - INNER_MARGIN_S)
+        wait = LADDER.operation(deadline, params.waitMs).remaining()
         if wait > 0 and managed.running and managed.ring.end <= params.offset:
             await managed.wait_change(wait)
         data, offset, dropped = managed.ring.read(params.offset, params.maxBytes, complete=True)
@@ -216,7 +216,7 @@ class ProcessManager:
             signal_group(managed.proc.pid, _SIGNALS[params.signal])
             if params.signal == "KILL":
                 kill_session_now(managed.proc.pid)
-            wait = min(KILL_WAIT_S, deadline.remaining() - INNER_MARGIN_S)
+            wait = LADDER.operation(deadline, KILL_WAIT_MS).remaining()
             if wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(managed.finished.wait(), wait)

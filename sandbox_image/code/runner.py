@@ -6,7 +6,7 @@ import asyncio
 import os
 import time
 
-from rpc.deadline import Deadline
+from rpc.deadline import LADDER, Deadline
 from rpc.models.code import CodeRunParams, CodeRunResult
 from sandbox_image.code.outputs import CappedBuffer
 from sandbox_image.code.procs import exit_code, kill_session, kill_session_now
@@ -14,9 +14,6 @@ from sandbox_image.code.spawn import PipeReader, Script, open_reader, spawn, use
 from sandbox_image.config import RunnerConfig
 from sandbox_image.files.workspace import Workspace
 
-# The run's own timeout fires this long before the RPC deadline, so a timed-out run still answers
-# with its output and `timedOut: true` instead of an OPERATION_TIMEOUT.
-INNER_MARGIN_S = 0.1
 # After the main process exits and its session is killed, wait this long for the pipes to drain.
 # Only a process that escaped the session (setsid) keeps them open longer; then we stop reading.
 DRAIN_GRACE_S = 0.5
@@ -40,7 +37,9 @@ class CodeRunner:
         return cwd, env, write_script(params, self.config.scratch_dir)
 
     async def run_sync(self, params: CodeRunParams, deadline: Deadline) -> CodeRunResult:
-        timeout = max(0.0, min(params.timeoutMs / 1000.0, deadline.remaining() - INNER_MARGIN_S))
+        # The run's own timeout fires inside the handler's deadline, so a timed-out run still answers
+        # with its output and `timedOut: true` instead of an OPERATION_TIMEOUT.
+        timeout = LADDER.operation(deadline, params.timeoutMs).remaining()
         cwd, env, script = self.prepare(params)
         stdout, stderr = CappedBuffer(params.maxOutputBytes), CappedBuffer(params.maxOutputBytes)
         readers: list[tuple[asyncio.ReadTransport, PipeReader]] = []
