@@ -89,7 +89,8 @@ AGENT_PYTHON = "/opt/boxwright/venv/bin/python"  # the agent's venv, where Playw
 BARE_PLAYWRIGHT = """
 import asyncio, functools, http.server, json, os, sys, tempfile, threading, time
 from playwright.async_api import async_playwright
-from sandbox_image.browser.settings import DEFAULT_CHROMIUM, LAUNCH_ARGS, VIEWPORT
+from sandbox_image.browser.launch import LAUNCH_ARGS, VIEWPORT
+from sandbox_image.config import DEFAULT_CHROMIUM
 
 mode, n, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 ms = lambda t: (time.perf_counter() - t) * 1000
@@ -239,7 +240,7 @@ class Harness:
         self.workdir = workdir
         self.server_log = workdir / "server.log"
         # The same settings the server will read (image, limits) — only namespace and state differ.
-        self.settings = Settings.from_env(namespace=self.namespace, state_dir=workdir / "state")
+        self.settings = Settings.load(namespace=self.namespace, state_dir=workdir / "state")
         self.docker = docker.from_env(timeout=120)
         self.backend = DockerBackend(self.settings, self.docker)
         self.agent = AgentClient()
@@ -972,7 +973,7 @@ def main(argv: list[str] | None = None) -> int:
         progress(f"namespace {h.namespace}, image {h.settings.image}, state {h.settings.state_dir}")
         # Build or check the image up front (as `boxwright image build --if-needed`), so no
         # rebuild can start in the middle of a measurement.
-        ensure_image(h.docker, progress=progress)
+        ensure_image(h.docker, h.settings, progress=progress)
         meta = machine_info(h.docker, h.settings.image)
         others = [c.name for c in h.docker.containers.list() if c.labels.get(labels.NAMESPACE) != h.namespace]
         if others:

@@ -14,18 +14,18 @@ from host import __version__, labels, logs
 from host.config import Settings
 from host.mcp.auth import OWNER_PATTERN, TokenStore, default_token_file
 from rpc.errors import BoxwrightError
+from rpc.settings import SettingsError
 
 
 def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from host.mcp.server import TOOLSETS, serve_http, serve_stdio
     from host.services import Services
 
-    toolsets = [t.strip() for t in args.toolsets.split(",")] if args.toolsets else None
-    settings = Settings.from_env(keep_on_exit=True if args.keep_sandboxes else None, toolsets=toolsets)
+    settings = Settings.load(keep_on_exit=True if args.keep_sandboxes else None, toolsets=args.toolsets)
     unknown = set(settings.toolsets or ()) - set(TOOLSETS)
     if unknown:
         print(f"unknown toolset(s) {sorted(unknown)}; choose from {sorted(TOOLSETS)}", file=sys.stderr)
@@ -39,15 +39,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_image_build(args: argparse.Namespace) -> int:
+def cmd_image_build(args: argparse.Namespace, settings: Settings) -> int:
     from host.backends.docker_backend import docker_client
     from host.image.builder import build_image, ensure_image
 
     client = docker_client()
     if args.if_needed:
-        tag = ensure_image(client, progress=_progress)
+        tag = ensure_image(client, settings, progress=_progress)
     else:
-        tag = build_image(client, progress=_progress, no_cache=args.no_cache, base_image=args.base)
+        tag = build_image(client, settings, progress=_progress, no_cache=args.no_cache, base_image=args.base)
     print(tag)
     return 0
 
@@ -58,11 +58,10 @@ def _ts(value: str | None) -> str:
     return datetime.fromtimestamp(int(value), UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def cmd_ls(args: argparse.Namespace) -> int:
+def cmd_ls(args: argparse.Namespace, settings: Settings) -> int:
     from host.backends.docker_backend import DockerBackend
     from host.sandboxes.locks import OwnershipLocks
 
-    settings = Settings.from_env()
     backend = DockerBackend(settings)
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
     rows = [("SANDBOX", "OWNER", "NAME", "STATUS", "NETWORK", "MANAGED", "CREATED", "EXPIRES")]
@@ -88,11 +87,10 @@ def cmd_ls(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_rm(args: argparse.Namespace) -> int:
+def cmd_rm(args: argparse.Namespace, settings: Settings) -> int:
     from host.backends.docker_backend import DockerBackend
     from host.sandboxes.locks import OwnershipLocks
 
-    settings = Settings.from_env()
     backend = DockerBackend(settings)
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
     known = {i.sandbox_id: i for i in backend.list_sandboxes(settings.namespace)}
@@ -115,7 +113,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
     return status
 
 
-def cmd_doctor(args: argparse.Namespace) -> int:
+def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from host.backends.docker_backend import docker_client
     from host.image.builder import image_status
 
@@ -126,7 +124,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ok &= good
         print(f"[{'ok' if good else 'FAIL'}] {what}" + (f"\n       fix: {fix}" if fix and not good else ""))
 
-    settings = Settings.from_env()
     try:
         client = docker_client()
         version = client.version().get("Version", "?")
@@ -134,7 +131,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except BoxwrightError as exc:
         report(False, f"Docker engine: {exc.message}", exc.hint)
         return 1
-    status = image_status(client)
+    status = image_status(client, settings)
     state = "up to date" if status.current else ("out of date" if status.exists else "not built")
     report(status.current, f"sandbox image {status.tag}: {state}", "boxwright image build")
     report(
@@ -146,13 +143,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         settings.state_dir.mkdir(parents=True, exist_ok=True)
         report(True, f"state dir {settings.state_dir} writable")
     except OSError as exc:
-        report(False, f"state dir {settings.state_dir}: {exc}", "set BOXWRIGHT_STATE_DIR")
+        report(False, f"state dir {settings.state_dir}: {exc}", f"set {Settings.env_name('state_dir')}")
     tokens = TokenStore.load(Path(default_token_file()))
     print(f"[info] HTTP bearer tokens configured: {len(tokens)}")
     return 0 if ok else 1
 
 
-def cmd_token_add(args: argparse.Namespace) -> int:
+def cmd_token_add(args: argparse.Namespace, settings: Settings) -> int:
     import re
 
     if not re.match(OWNER_PATTERN, args.owner):
@@ -167,7 +164,9 @@ def cmd_token_add(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="boxwright", description="Disposable, isolated sandboxes for AI agents over MCP")
     p.add_argument("--version", action="version", version=f"boxwright {__version__}")
-    p.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
+    p.add_argument(
+        "--log-level", default=None, help=f"DEBUG, INFO (default), WARNING, ERROR; or {Settings.env_name('log_level')}"
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the MCP server (stdio by default; --http for streamable HTTP)")
@@ -207,9 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logs.setup(args.log_level)
     try:
-        return int(args.func(args) or 0)
+        settings = Settings.load(log_level=args.log_level)
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    logs.setup(settings.log_level)
+    try:
+        return int(args.func(args, settings) or 0)
     except BoxwrightError as exc:
         print(f"error: {exc.message} [{exc.code.value}]\nhint: {exc.hint}", file=sys.stderr)
         return 1

@@ -1,12 +1,20 @@
-"""Host settings, read once from the environment (BOXWRIGHT_*) and overridable by CLI flags."""
+"""The host's settings: one object, read once from the environment (`BOXWRIGHT_<FIELD>`, see
+rpc.settings) and overridable by CLI flags. Everything the host does — serving, sandboxes, the image
+build, logging — reads its configuration from here."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
+
+from rpc.settings import EnvSettings
+
+DEFAULT_IMAGE = "boxwright-sandbox:latest"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 
 def _state_home() -> Path:
@@ -14,58 +22,71 @@ def _state_home() -> Path:
     return Path(base) / "boxwright"
 
 
-class Settings(BaseModel):
-    image: str = Field("boxwright-sandbox:latest", description="Sandbox image tag")
+class Settings(EnvSettings):
+    # Sandboxes.
+    image: str = Field(DEFAULT_IMAGE, description="Sandbox image tag (built by Boxwright, or yours used as is)")
     namespace: str = Field(
         "default",
         pattern=r"^[a-z0-9][a-z0-9_.-]{0,62}$",
         description="Fleets sharing one Docker engine stay apart: a server only manages its namespace",
     )
-    state_dir: Path = Field(default_factory=_state_home, description="Ownership locks of live sandboxes")
-    max_sandboxes: int = Field(20, ge=1, description="Across all owners of this server")
-    max_sandboxes_per_owner: int = Field(5, ge=1)
-    default_ttl_s: int = Field(3600, ge=10)
-    max_ttl_s: int = Field(24 * 3600, ge=10)
-    idle_timeout_s: int = Field(0, ge=0, description="Destroy sandboxes unused this long (0: never)")
-    startup_timeout_s: float = Field(60.0, gt=0, description="Create → agent and code runner ready")
-    mem_limit: str = "2g"
-    nano_cpus: int = 2_000_000_000
-    pids_limit: int = 512
-    shm_size: str = "256m"
-    tmp_size: str = "512m"
+    state_dir: Path = Field(
+        default_factory=_state_home,
+        description="Ownership locks of live sandboxes (default `$XDG_STATE_HOME/boxwright`)",
+    )
+    max_sandboxes: int = Field(20, ge=1, description="Sandboxes of this server, all owners together")
+    max_sandboxes_per_owner: int = Field(5, ge=1, description="Sandboxes of one owner")
+    default_ttl: int = Field(3600, ge=10, description="Seconds a sandbox lives when sandbox_create names no TTL")
+    max_ttl: int = Field(24 * 3600, ge=10, description="Seconds a sandbox may live at most")
+    idle_timeout: int = Field(0, ge=0, description="Destroy sandboxes unused this many seconds (0: never)")
+    startup_timeout: float = Field(60.0, gt=0, description="Seconds from create to agent and code runner ready")
+    reap_interval: float = Field(15.0, gt=0, description="Seconds between checks of TTLs and dead containers")
+    network: Literal["public", "none"] = Field(
+        "public", description="Network mode of a sandbox created without one (`allowlist` needs hosts)"
+    )
     keep_on_exit: bool = Field(False, description="Leave sandboxes running when the server stops")
-    toolsets: list[str] | None = Field(None, description="Tool groups to offer (sandbox, code, files, browser)")
-    reap_interval_s: float = Field(15.0, gt=0, description="How often TTLs and dead containers are checked")
-    default_network: Literal["public", "none"] = Field(
-        "public", description="Network mode of a sandbox created without one (allowlist needs hosts)"
+    toolsets: Annotated[list[str] | None, NoDecode] = Field(
+        None, description="Comma-separated tool groups to offer (sandbox, code, files, browser); default all"
+    )
+    # Limits of each sandbox container.
+    mem_limit: str = Field("2g", description="Memory (and memory + swap) of a sandbox")
+    cpus: float = Field(2.0, gt=0, description="CPUs of a sandbox")
+    pids_limit: int = Field(512, description="Processes and threads of a sandbox (-1: unlimited)")
+    shm_size: str = Field("256m", description="/dev/shm of a sandbox (Chromium uses it)")
+    tmp_size: str = Field("512m", description="Each tmpfs scratch mount (/tmp, the homes)")
+    # Logs.
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        "INFO", description="Host log level (logs go to stderr)"
+    )
+    # Building the image.
+    base_image: str | None = Field(
+        None, description="Base image to build FROM (default debian:bookworm-slim, made with debootstrap if need be)"
+    )
+    pull_timeout: float = Field(60.0, gt=0, description="Seconds a base-image pull may go without progress")
+    debian_mirror: str = Field(DEFAULT_MIRROR, description="Debian mirror for debootstrap")
+    debian_security_mirror: str | None = Field(
+        None, description="Security archive for debootstrap (default: Debian's with the default mirror; empty: none)"
+    )
+    scratch_dir: Path | None = Field(None, description="Where debootstrap makes the base's tree (default /var/tmp)")
+    build_ca_bundle: str | None = Field(
+        None,
+        description="CA bundle handed to pip in the image build (default: the host's; empty: none)",
     )
 
+    keep_empty: ClassVar[frozenset[str]] = frozenset({"debian_security_mirror", "build_ca_bundle"})
+
+    @field_validator("toolsets", mode="before")
     @classmethod
-    def from_env(cls, **overrides: object) -> Settings:
-        env = os.environ
-        values: dict[str, object] = {}
-        mapping = {
-            "image": "BOXWRIGHT_IMAGE",
-            "namespace": "BOXWRIGHT_NAMESPACE",
-            "state_dir": "BOXWRIGHT_STATE_DIR",
-            "max_sandboxes": "BOXWRIGHT_MAX_SANDBOXES",
-            "max_sandboxes_per_owner": "BOXWRIGHT_MAX_SANDBOXES_PER_OWNER",
-            "default_ttl_s": "BOXWRIGHT_DEFAULT_TTL",
-            "max_ttl_s": "BOXWRIGHT_MAX_TTL",
-            "idle_timeout_s": "BOXWRIGHT_IDLE_TIMEOUT",
-            "startup_timeout_s": "BOXWRIGHT_STARTUP_TIMEOUT",
-            "mem_limit": "BOXWRIGHT_MEM_LIMIT",
-            "pids_limit": "BOXWRIGHT_PIDS_LIMIT",
-            "keep_on_exit": "BOXWRIGHT_KEEP_ON_EXIT",
-            "reap_interval_s": "BOXWRIGHT_REAP_INTERVAL",
-            "default_network": "BOXWRIGHT_NETWORK",
-        }
-        for field, var in mapping.items():
-            if var in env and env[var] != "":
-                values[field] = env[var]
-        if env.get("BOXWRIGHT_TOOLSETS"):
-            values["toolsets"] = [t.strip() for t in env["BOXWRIGHT_TOOLSETS"].split(",") if t.strip()]
-        if "BOXWRIGHT_CPUS" in env:
-            values["nano_cpus"] = int(float(env["BOXWRIGHT_CPUS"]) * 1e9)
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(values)
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_name(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @property
+    def nano_cpus(self) -> int:
+        return int(self.cpus * 1e9)

@@ -1,12 +1,11 @@
 """Logging to stderr (stdout is the MCP stdio channel), one format for every command."""
 
 import logging
-import os
 import sys
 
 
-def setup(level: str | None = None) -> None:
-    level = (level or os.environ.get("BOXWRIGHT_LOG_LEVEL") or "INFO").upper()
+def setup(level: str) -> None:
+    """`level` is the host's log_level setting (BOXWRIGHT_LOG_LEVEL or --log-level)."""
     logging.basicConfig(
         level=level,
         stream=sys.stderr,

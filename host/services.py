@@ -23,35 +23,35 @@ log = logging.getLogger(__name__)
 class ImageProvider:
     """Builds (or checks) the sandbox image once per process; concurrent callers share the result."""
 
-    def __init__(self, backend: DockerBackend, progress: Callable[[str], None]) -> None:
+    def __init__(self, backend: DockerBackend, settings: Settings, progress: Callable[[str], None]) -> None:
         self._backend = backend
+        self._settings = settings
         self._progress = progress
         self._lock = anyio.Lock()
         self._tag: str | None = None
 
     async def ensure(self) -> str:
-        if self._tag is not None:
-            return self._tag
         async with self._lock:
             if self._tag is None:
-                try:
-                    self._tag = await anyio.to_thread.run_sync(
-                        lambda: ensure_image(self._backend.client, progress=self._progress)
-                    )
-                except BoxwrightError:
-                    raise
-                except Exception as exc:
-                    raise BoxwrightError(
-                        ErrorCode.IMAGE_BUILD_FAILED, f"building the sandbox image failed: {exc}"
-                    ) from exc
+                self._tag = await self._ensure()
             return self._tag
+
+    async def _ensure(self) -> str:
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: ensure_image(self._backend.client, self._settings, progress=self._progress)
+            )
+        except BoxwrightError:
+            raise
+        except Exception as exc:
+            raise BoxwrightError(ErrorCode.IMAGE_BUILD_FAILED, f"building the sandbox image failed: {exc}") from exc
 
 
 class Services:
     def __init__(self, settings: Settings, *, prebuild_image: bool = True) -> None:
         self.settings = settings
         self.backend = DockerBackend(settings)
-        self.image = ImageProvider(self.backend, progress=lambda line: log.info("image: %s", line))
+        self.image = ImageProvider(self.backend, settings, progress=lambda line: log.info("image: %s", line))
         self.manager = SandboxManager(settings, self.backend, image_provider=self.image.ensure)
         self._prebuild = prebuild_image
 

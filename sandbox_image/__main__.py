@@ -1,4 +1,4 @@
-"""`python3 -m sandbox_image`: the agent's HTTP server (user agent, port 8080)."""
+"""`python3 -m sandbox_image`: the agent's HTTP server (user agent, port rpc.agent.AGENT_PORT)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from aiohttp import web
 
 from sandbox_image import AGENT_VERSION
 from sandbox_image.agent import create_agent_app
-from sandbox_image.config import AgentConfig, ConfigError
+from sandbox_image.config import load_or_exit
 from sandbox_image.logs import setup_logging
 
 # Files the agent writes into the workspace must stay editable by the runner (group sandbox).
@@ -17,22 +17,18 @@ AGENT_UMASK = 0o002
 
 
 def main() -> int:
-    log = setup_logging("agent")
-    try:
-        config = AgentConfig.from_env()
-    except ConfigError as exc:
-        print(f"boxwright agent: {exc}", file=sys.stderr)
-        return 2
+    settings = load_or_exit("agent", agent=True)
+    log = setup_logging("agent", settings.log_level)
     os.umask(AGENT_UMASK)
     log.info(
         "agent %s listening on %s:%d (workspace %s, runner socket %s)",
         AGENT_VERSION,
-        config.host,
-        config.port,
-        config.workspace,
-        config.runner_socket,
+        settings.host,
+        settings.port,
+        settings.workspace,
+        settings.runner_socket,
     )
-    web.run_app(create_agent_app(config), host=config.host, port=config.port, access_log=None, print=None)
+    web.run_app(create_agent_app(settings), host=settings.host, port=settings.port, access_log=None, print=None)
     return 0
 
 

@@ -11,7 +11,7 @@ from rpc.models.sandbox import Health
 from sandbox_image import browser, files, info
 from sandbox_image.auth import TokenAuth
 from sandbox_image.code import client as code_client
-from sandbox_image.config import AgentConfig
+from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.server import build_app
 
@@ -19,14 +19,14 @@ RUNNER_CLIENT_KEY = web.AppKey("runner_client", code_client.RunnerClient)
 DISPATCHER_KEY = web.AppKey("dispatcher", Dispatcher)
 
 
-def create_agent_app(config: AgentConfig) -> web.Application:
+def create_agent_app(settings: SandboxSettings) -> web.Application:
     dispatcher = Dispatcher("agent")
-    runner = code_client.RunnerClient(config.runner_socket)
+    runner = code_client.RunnerClient(settings.runner_socket)
 
-    info.register(dispatcher, workspace=config.workspace, runner=runner)
-    files.register(dispatcher, files.Workspace(config.workspace))
+    info.register(dispatcher, workspace=settings.workspace, runner=runner)
+    files.register(dispatcher, files.Workspace(settings.workspace))
     code_client.register(dispatcher, runner)
-    browser_service = browser.register(dispatcher)
+    browser_service = browser.register(dispatcher, settings)
 
     async def health() -> Health:
         return await info.health(runner)
@@ -34,8 +34,8 @@ def create_agent_app(config: AgentConfig) -> web.Application:
     app = build_app(
         dispatcher,
         health=health,
-        auth=TokenAuth(config.token_sha256),
-        max_body_bytes=config.max_body_bytes,
+        auth=TokenAuth(settings.agent_token_sha256()),
+        max_body_bytes=settings.max_body_bytes,
     )
     app[RUNNER_CLIENT_KEY] = runner
     app[DISPATCHER_KEY] = dispatcher

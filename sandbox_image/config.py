@@ -1,93 +1,79 @@
-"""Configuration of the agent and the runner daemon, read from the environment.
+"""The sandbox's settings: one object for the agent, the code runner daemon and the browser, read
+from the environment (`BOXWRIGHT_<FIELD>`, see rpc.settings).
 
 The bearer token itself never enters the container's environment (every `docker exec`'d process,
-user code included, would inherit it): the agent only gets its SHA-256.
+user code included, would inherit it): the agent only gets its SHA-256 (rpc.agent.agent_env).
 """
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+import sys
+from typing import Any, ClassVar
 
-DEFAULT_PORT = 8080
-DEFAULT_WORKSPACE = "/workspace"
-DEFAULT_RUNNER_SOCKET = "/run/boxwright/runner.sock"
-DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
-DEFAULT_PYTHON = "/usr/bin/python3"  # the system python, not the agent's venv
-DEFAULT_BASH = "/bin/bash"
-DEFAULT_SOCKET_GROUP = "sandbox"  # shared by users agent and runner
+from pydantic import Field, field_validator
 
-_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
+from rpc.agent import AGENT_PORT
+from rpc.settings import EnvSettings, SettingsError
+
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
 
 
-class ConfigError(Exception):
-    """The environment does not allow starting; the message says what to set."""
+class SandboxSettings(EnvSettings):
+    # The agent.
+    token_sha256: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 (hex) of the agent's bearer token; the agent refuses to start without it",
+    )
+    host: str = Field("0.0.0.0", description="Address the agent listens on inside the container")
+    port: int = Field(AGENT_PORT, gt=0, lt=65536, description="Port the agent listens on")
+    workspace: str = Field("/workspace", description="The workspace every file path is confined to")
+    max_body_bytes: int = Field(32 * 1024 * 1024, gt=0, description="Largest request body (agent and runner)")
+    log_level: str = Field("INFO", description="Log level of the agent and the runner")
+    # The code runner daemon.
+    runner_socket: str = Field("/run/boxwright/runner.sock", description="The runner daemon's Unix socket")
+    runner_socket_group: str | None = Field(
+        "sandbox", description="Group the socket is handed to (shared by agent and runner; empty: leave it)"
+    )
+    runner_scratch: str | None = Field(None, description="Where per-run script directories go (default $TMPDIR)")
+    python: str = Field("/usr/bin/python3", description="Interpreter of `python` runs (the system's, not the agent's)")
+    bash: str = Field("/bin/bash", description="Interpreter of `bash` runs")
+    # The browser.
+    chromium: str = Field(DEFAULT_CHROMIUM, description="The Chromium Playwright drives")
+    # Lazy by default. Measured in the sandbox image: an idle prelaunched Chromium adds ~165 MB to every
+    # sandbox (70 → 236 MB), browsing or not; launching lazily costs the first browser call ~0.7 s once
+    # (first goto ~1.0 s lazy vs ~0.4 s prelaunched; later ones ~0.07 s).
+    browser_prelaunch: bool = Field(False, description="Launch Chromium when the agent starts, not on first use")
 
+    keep_empty: ClassVar[frozenset[str]] = frozenset({"runner_socket_group"})
 
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
-    if value <= 0:
-        raise ConfigError(f"{name} must be positive, got {value}")
-    return value
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    token_sha256: str
-    host: str = "0.0.0.0"
-    port: int = DEFAULT_PORT
-    workspace: str = DEFAULT_WORKSPACE
-    runner_socket: str = DEFAULT_RUNNER_SOCKET
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-
+    @field_validator("token_sha256", mode="before")
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> AgentConfig:
-        env = os.environ if env is None else env
-        token_hash = env.get("BOXWRIGHT_TOKEN_SHA256", "").strip()
-        if not token_hash:
-            raise ConfigError(
-                "BOXWRIGHT_TOKEN_SHA256 is not set: the agent refuses to start without the SHA-256 (hex) "
+    def _lower(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("runner_socket_group")
+    @classmethod
+    def _empty_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+    def agent_token_sha256(self) -> str:
+        """The token hash the agent checks every request against; SettingsError when there is none."""
+        if self.token_sha256 is None:
+            raise SettingsError(
+                f"{self.env_name('token_sha256')} is not set: the agent refuses to start without the SHA-256 (hex) "
                 "of its bearer token"
             )
-        if not _SHA256_HEX.fullmatch(token_hash):
-            raise ConfigError("BOXWRIGHT_TOKEN_SHA256 must be 64 hex digits (the SHA-256 of the bearer token)")
-        return cls(
-            token_sha256=token_hash.lower(),
-            host=env.get("BOXWRIGHT_HOST", "0.0.0.0"),
-            port=_int(env, "BOXWRIGHT_PORT", DEFAULT_PORT),
-            workspace=env.get("BOXWRIGHT_WORKSPACE") or DEFAULT_WORKSPACE,
-            runner_socket=env.get("BOXWRIGHT_RUNNER_SOCKET") or DEFAULT_RUNNER_SOCKET,
-            max_body_bytes=_int(env, "BOXWRIGHT_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
-        )
+        return self.token_sha256
 
 
-@dataclass(frozen=True)
-class RunnerConfig:
-    workspace: str = DEFAULT_WORKSPACE
-    socket: str = DEFAULT_RUNNER_SOCKET
-    python: str = DEFAULT_PYTHON
-    bash: str = DEFAULT_BASH
-    scratch_dir: str | None = None  # where per-run script dirs go; None = $TMPDIR or /tmp
-    socket_group: str | None = DEFAULT_SOCKET_GROUP  # None/empty: leave the socket's group alone
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> RunnerConfig:
-        env = os.environ if env is None else env
-        return cls(
-            workspace=env.get("BOXWRIGHT_WORKSPACE") or DEFAULT_WORKSPACE,
-            socket=env.get("BOXWRIGHT_RUNNER_SOCKET") or DEFAULT_RUNNER_SOCKET,
-            python=env.get("BOXWRIGHT_PYTHON") or DEFAULT_PYTHON,
-            bash=env.get("BOXWRIGHT_BASH") or DEFAULT_BASH,
-            scratch_dir=env.get("BOXWRIGHT_RUNNER_SCRATCH") or None,
-            socket_group=env.get("BOXWRIGHT_RUNNER_SOCKET_GROUP", DEFAULT_SOCKET_GROUP) or None,
-            max_body_bytes=_int(env, "BOXWRIGHT_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
-        )
+def load_or_exit(who: str, *, agent: bool = False) -> SandboxSettings:
+    """The settings of a process of the sandbox, or exit 2 naming the variable at fault."""
+    try:
+        settings = SandboxSettings.load()
+        if agent:
+            settings.agent_token_sha256()
+    except SettingsError as exc:
+        print(f"boxwright {who}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return settings

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-import os
 
 
-def setup_logging(name: str) -> logging.Logger:
-    """Configure root logging once; the level comes from BOXWRIGHT_LOG_LEVEL (default INFO)."""
-    level = os.environ.get("BOXWRIGHT_LOG_LEVEL", "INFO").upper()
+def setup_logging(name: str, level: str) -> logging.Logger:
+    """Configure root logging once, at the log_level setting (an unknown name means INFO)."""
+    level = level.upper()
     logging.basicConfig(
         level=getattr(logging, level, logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

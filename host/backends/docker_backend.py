@@ -20,6 +20,7 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
+import rpc.agent
 from host import labels
 from host.backends.base import ContainerInfo, StartSpec
 from host.config import Settings
@@ -28,7 +29,7 @@ from rpc.models.network import NetworkPolicy
 
 log = logging.getLogger(__name__)
 
-AGENT_PORT = "8080/tcp"
+AGENT_PORT = f"{rpc.agent.AGENT_PORT}/tcp"
 AGENT_UID, RUNNER_UID, SANDBOX_GID = 1000, 1001, 1500
 CODE_RUNNER_CMD = ["python3", "-m", "sandbox_image.code.daemon"]
 NETGUARD_CMD = ["python3", "-m", "sandbox_image.netguard"]

@@ -5,20 +5,17 @@ mirror and the host's CA bundle is handed to pip in a throw-away build stage.
 """
 
 from .base_image import DEFAULT_BASE_IMAGE, LOCAL_BASE_IMAGE
-from .builder import DEFAULT_IMAGE, IMAGE_ENV, ImageStatus, build_image, ensure_image, image_status, image_tag
+from .builder import ImageStatus, build_image, ensure_image, image_status
 from .errors import ImageBuildError
 from .source_hash import HASH_LABEL
 
 __all__ = [
     "DEFAULT_BASE_IMAGE",
-    "DEFAULT_IMAGE",
     "HASH_LABEL",
-    "IMAGE_ENV",
     "LOCAL_BASE_IMAGE",
     "ImageBuildError",
     "ImageStatus",
     "build_image",
     "ensure_image",
     "image_status",
-    "image_tag",
 ]

@@ -22,20 +22,20 @@ from typing import Any
 import docker
 import docker.errors
 
+from host.config import DEFAULT_MIRROR, Settings
+
 from .errors import IMAGE_BUILD_FAILED, ImageBuildError
 
 Progress = Callable[[str], None]
 
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 LOCAL_BASE_IMAGE = "boxwright/debian-base:bookworm"
-DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_SECURITY_MIRROR = "http://deb.debian.org/debian-security"
 SUITE = "bookworm"
 
-# A pull that says nothing for this long is taken as hanging (a real pull reports progress every
-# few hundred ms); the total cap is a backstop. A pull that fails because no registry resolves
-# returns in well under a second.
-PULL_IDLE_TIMEOUT_S = 60.0  # BOXWRIGHT_PULL_TIMEOUT overrides
+# A pull that says nothing for settings.pull_timeout seconds is taken as hanging (a real pull
+# reports progress every few hundred ms); the total cap is a backstop. A pull that fails because no
+# registry resolves returns in well under a second.
 PULL_TOTAL_TIMEOUT_S = 30 * 60.0
 
 _KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -67,38 +67,40 @@ def image_exists(client: docker.DockerClient, ref: str) -> bool:
     return True
 
 
-def resolve_base_image(client: docker.DockerClient, wanted: str | None, *, progress: Progress) -> str:
+def resolve_base_image(
+    client: docker.DockerClient, wanted: str | None, settings: Settings, *, progress: Progress
+) -> str:
     """Return a base image reference that exists locally, making one if need be.
 
-    ``wanted`` (or BOXWRIGHT_BASE_IMAGE) names an explicit base: it is used if present or
+    ``wanted`` (or the base_image setting) names an explicit base: it is used if present or
     pullable, and its absence is an error rather than a silent switch to another base.
     """
-    explicit = wanted or os.environ.get("BOXWRIGHT_BASE_IMAGE") or None
+    explicit = wanted or settings.base_image
     candidate = explicit or DEFAULT_BASE_IMAGE
     if image_exists(client, candidate):
         progress(f"base image: {candidate} (present locally)")
         return candidate
-    if pull_image(client, candidate, progress=progress):
+    if pull_image(client, candidate, idle_timeout=settings.pull_timeout, progress=progress):
         return candidate
     if explicit and explicit not in (DEFAULT_BASE_IMAGE, LOCAL_BASE_IMAGE):
         raise ImageBuildError(
             IMAGE_BUILD_FAILED,
             f"base image {explicit} is not on the Docker engine and could not be pulled",
-            hint=f"Load it ('docker load' / 'docker pull'), or build without --base / BOXWRIGHT_BASE_IMAGE to let "
-            f"Boxwright make {LOCAL_BASE_IMAGE} with debootstrap.",
+            hint=f"Load it ('docker load' / 'docker pull'), or build without --base / "
+            f"{Settings.env_name('base_image')} to let Boxwright make {LOCAL_BASE_IMAGE} with debootstrap.",
             details={"baseImage": explicit},
         )
     if image_exists(client, LOCAL_BASE_IMAGE):
         progress(f"base image: {LOCAL_BASE_IMAGE} (made earlier with debootstrap)")
         return LOCAL_BASE_IMAGE
-    return make_debootstrap_base(client, progress=progress)
+    return make_debootstrap_base(client, settings, progress=progress)
 
 
-def pull_image(client: docker.DockerClient, ref: str, *, progress: Progress) -> bool:
+def pull_image(client: docker.DockerClient, ref: str, *, idle_timeout: float, progress: Progress) -> bool:
     """Try to pull ``ref``; False (never an exception, never a hang) when it cannot be had.
 
     The SDK's pull has no socket timeout, so it runs in a daemon thread that we stop waiting for
-    after PULL_IDLE_TIMEOUT_S without news (or PULL_TOTAL_TIMEOUT_S overall).
+    after ``idle_timeout`` seconds without news (or PULL_TOTAL_TIMEOUT_S overall).
     """
     repository, _, tag = ref.rpartition(":") if ":" in ref.split("/")[-1] else (ref, "", "latest")
     progress(f"base image: {ref} not present locally; trying to pull it")
@@ -112,7 +114,6 @@ def pull_image(client: docker.DockerClient, ref: str, *, progress: Progress) -> 
         except Exception as exc:  # reported to the waiting thread, which decides
             events.put(("error", exc))
 
-    idle_timeout = float(os.environ.get("BOXWRIGHT_PULL_TIMEOUT") or PULL_IDLE_TIMEOUT_S)
     started = time.monotonic()
     threading.Thread(target=worker, name=f"boxwright-pull-{ref}", daemon=True).start()
     last_status = ""
@@ -142,7 +143,7 @@ def pull_image(client: docker.DockerClient, ref: str, *, progress: Progress) -> 
     return True
 
 
-def make_debootstrap_base(client: docker.DockerClient, *, progress: Progress) -> str:
+def make_debootstrap_base(client: docker.DockerClient, settings: Settings, *, progress: Progress) -> str:
     """debootstrap a minimal bookworm and import it as LOCAL_BASE_IMAGE; returns that tag."""
     debootstrap = shutil.which("debootstrap") or _first_file("/usr/sbin/debootstrap", "/sbin/debootstrap")
     no_base = f"No base image: {DEFAULT_BASE_IMAGE} is not on the Docker engine and cannot be pulled"
@@ -160,13 +161,13 @@ def make_debootstrap_base(client: docker.DockerClient, *, progress: Progress) ->
             hint=f"Run 'boxwright image build' once as root (e.g. with sudo) to create "
             f"{LOCAL_BASE_IMAGE}, or make {DEFAULT_BASE_IMAGE} available ('docker pull' / 'docker load').",
         )
-    mirror = os.environ.get("BOXWRIGHT_DEBIAN_MIRROR") or DEFAULT_MIRROR
-    security = os.environ.get("BOXWRIGHT_DEBIAN_SECURITY_MIRROR")
+    mirror = settings.debian_mirror
+    security = settings.debian_security_mirror
     if security is None:
         # Only pair the default mirror with the default security archive: a custom mirror is often
         # there because deb.debian.org is unreachable, and apt fails on an unreachable source.
         security = DEFAULT_SECURITY_MIRROR if mirror.rstrip("/") == DEFAULT_MIRROR else ""
-    workdir = Path(tempfile.mkdtemp(prefix="boxwright-debootstrap-", dir=_scratch_dir()))
+    workdir = Path(tempfile.mkdtemp(prefix="boxwright-debootstrap-", dir=_scratch_dir(settings)))
     target = workdir / "rootfs"
     started = time.monotonic()
     progress(f"base image: making {LOCAL_BASE_IMAGE} with debootstrap from {mirror} (about a minute)")
@@ -274,7 +275,7 @@ def _import_rootfs(client: docker.DockerClient, target: Path) -> None:
         raise ImageBuildError(
             IMAGE_BUILD_FAILED,
             f"tar of the debootstrapped tree failed (exit {code}): {stderr.strip()[-500:]}",
-            hint="Check free disk space in the scratch directory (BOXWRIGHT_SCRATCH_DIR) and retry.",
+            hint=f"Check free disk space in the scratch directory ({Settings.env_name('scratch_dir')}) and retry.",
         )
     if "error" in str(answer).lower():
         raise ImageBuildError(
@@ -299,7 +300,7 @@ def _run_streamed(cmd: list[str], *, progress: Progress, prefix: str) -> None:
         raise ImageBuildError(
             IMAGE_BUILD_FAILED,
             f"{Path(cmd[0]).name} failed (exit {code}): {tail[-1] if tail else 'no output'}",
-            hint="Check that the Debian mirror is reachable (BOXWRIGHT_DEBIAN_MIRROR, default "
+            hint="Check that the Debian mirror is reachable (" + Settings.env_name("debian_mirror") + ", default "
             f"{DEFAULT_MIRROR}) and that there is free disk space; then retry.",
             details={"command": cmd, "outputTail": tail},
         )
@@ -326,11 +327,11 @@ def _mounts_under(path: Path) -> list[str]:
     return [point for point in points if point.startswith(prefix)]
 
 
-def _scratch_dir() -> str:
+def _scratch_dir(settings: Settings) -> str:
     """Where the rootfs is made: needs exec and device nodes, so not a noexec /tmp."""
-    return os.environ.get("BOXWRIGHT_SCRATCH_DIR") or (
-        "/var/tmp" if os.path.isdir("/var/tmp") else tempfile.gettempdir()
-    )
+    if settings.scratch_dir is not None:
+        return str(settings.scratch_dir)
+    return "/var/tmp" if os.path.isdir("/var/tmp") else tempfile.gettempdir()
 
 
 def _first_file(*candidates: str) -> str | None:

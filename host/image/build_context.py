@@ -15,6 +15,8 @@ from typing import IO
 
 from docker.utils.build import create_archive, exclude_paths
 
+from host.config import Settings
+
 from .errors import IMAGE_BUILD_FAILED, ImageBuildError
 from .source_hash import source_hash
 
@@ -42,7 +44,7 @@ def repo_root() -> Path:
             IMAGE_BUILD_FAILED,
             f"{DOCKERFILE} not found in {root} (looked next to the 'rpc' package)",
             hint="Build from a source checkout (git clone + 'pip install -e .'), or build the image "
-            "yourself and point BOXWRIGHT_IMAGE at it.",
+            f"yourself and point {Settings.env_name('image')} at it.",
             details={"root": str(root)},
         )
     return root
@@ -67,14 +69,14 @@ def current_source_hash(root: Path) -> str:
     return source_hash(root, [*context_paths(root), DOCKERIGNORE, DOCKERFILE])
 
 
-def find_ca_bundle() -> Path | None:
+def find_ca_bundle(settings: Settings) -> Path | None:
     """The CA bundle the host's own pip trusts, to hand to the build's pip.
 
-    Order: BOXWRIGHT_BUILD_CA_BUNDLE (set it to an empty string to hand over nothing), PIP_CERT,
-    REQUESTS_CA_BUNDLE, SSL_CERT_FILE, then the distribution's bundle. Handing over a full system
-    bundle is harmless where there is no intercepting proxy: it only replaces pip's certifi list.
+    Order: the build_ca_bundle setting (empty: hand over nothing), PIP_CERT, REQUESTS_CA_BUNDLE,
+    SSL_CERT_FILE, then the distribution's bundle. Handing over a full system bundle is harmless
+    where there is no intercepting proxy: it only replaces pip's certifi list.
     """
-    explicit = os.environ.get("BOXWRIGHT_BUILD_CA_BUNDLE")
+    explicit = settings.build_ca_bundle
     if explicit is not None:
         return Path(explicit) if explicit and Path(explicit).is_file() else None
     for var in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):

@@ -9,7 +9,6 @@ Progress goes to a callback line by line; the CLI prints it to stderr (stdout is
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 import threading
 import time
@@ -24,6 +23,8 @@ import docker
 import docker.errors
 import requests
 
+from host.config import Settings
+
 from .base_image import image_exists, resolve_base_image
 from .build_context import DOCKERFILE, current_source_hash, find_ca_bundle, pack_context, repo_root
 from .errors import IMAGE_BUILD_FAILED, IMAGE_NOT_FOUND, ImageBuildError
@@ -33,15 +34,8 @@ BASE_LABEL = "io.boxwright.base-image"
 
 Progress = Callable[[str], None]
 
-DEFAULT_IMAGE = "boxwright-sandbox:latest"
-IMAGE_ENV = "BOXWRIGHT_IMAGE"
 _LOG_TAIL_LINES = 40
 _process_lock = threading.Lock()
-
-
-def image_tag() -> str:
-    """The image sandboxes run: BOXWRIGHT_IMAGE if set, else ``boxwright-sandbox:latest``."""
-    return os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
 
 
 @dataclass(frozen=True)
@@ -52,7 +46,7 @@ class ImageStatus:
     exists: bool
     image_hash: str | None  # our label on the image; None if absent or not built by Boxwright
     source_hash: str | None  # hash of the checkout; None without a source checkout
-    user_supplied: bool = False  # named by BOXWRIGHT_IMAGE and not built by Boxwright: used as is
+    user_supplied: bool = False  # named by the image setting and not built by Boxwright: used as is
 
     @property
     def current(self) -> bool:
@@ -61,9 +55,9 @@ class ImageStatus:
         return self.user_supplied or self.source_hash is None or self.image_hash == self.source_hash
 
 
-def image_status(client: docker.DockerClient) -> ImageStatus:
+def image_status(client: docker.DockerClient, settings: Settings) -> ImageStatus:
     """Whether the image exists and matches the source, without building anything."""
-    tag = image_tag()
+    tag = settings.image
     try:
         labels = client.images.get(tag).labels or {}
         exists = True
@@ -74,19 +68,19 @@ def image_status(client: docker.DockerClient) -> ImageStatus:
     except ImageBuildError:
         src = None
     image_hash = labels.get(HASH_LABEL)
-    user_supplied = exists and image_hash is None and bool(os.environ.get(IMAGE_ENV))
+    user_supplied = exists and image_hash is None and "image" in settings.model_fields_set
     return ImageStatus(tag=tag, exists=exists, image_hash=image_hash, source_hash=src, user_supplied=user_supplied)
 
 
-def ensure_image(client: docker.DockerClient, *, progress: Progress) -> str:
+def ensure_image(client: docker.DockerClient, settings: Settings, *, progress: Progress) -> str:
     """Return the tag of an up-to-date sandbox image, building it if missing or stale.
 
-    An image named by BOXWRIGHT_IMAGE that Boxwright did not build (no hash label) is used as
+    An image named by the image setting that Boxwright did not build (no hash label) is used as
     it is: the user chose it. Without a source checkout the image can only be used, not checked.
     """
-    tag = image_tag()
+    tag = settings.image
     with _build_lock():
-        status = image_status(client)
+        status = image_status(client, settings)
         if status.exists:
             if status.current:
                 return tag
@@ -97,15 +91,16 @@ def ensure_image(client: docker.DockerClient, *, progress: Progress) -> str:
                     IMAGE_NOT_FOUND,
                     f"sandbox image {tag} is not on the Docker engine, and there is no source checkout to build it",
                     hint="Build it from a checkout with 'boxwright image build', or load it "
-                    f"('docker load') and set {IMAGE_ENV} if it has another name.",
+                    f"('docker load') and set {Settings.env_name('image')} if it has another name.",
                     details={"image": tag},
                 )
             progress(f"image: {tag} not found; building it (the first build takes several minutes)")
-        return _build_locked(client, progress=progress, no_cache=False, base_image=None)
+        return _build_locked(client, settings, progress=progress, no_cache=False, base_image=None)
 
 
 def build_image(
     client: docker.DockerClient,
+    settings: Settings,
     *,
     progress: Progress,
     no_cache: bool = False,
@@ -113,20 +108,22 @@ def build_image(
 ) -> str:
     """Build (or rebuild) the sandbox image from the checkout and return its tag."""
     with _build_lock():
-        return _build_locked(client, progress=progress, no_cache=no_cache, base_image=base_image)
+        return _build_locked(client, settings, progress=progress, no_cache=no_cache, base_image=base_image)
 
 
-def _build_locked(client: docker.DockerClient, *, progress: Progress, no_cache: bool, base_image: str | None) -> str:
+def _build_locked(
+    client: docker.DockerClient, settings: Settings, *, progress: Progress, no_cache: bool, base_image: str | None
+) -> str:
     root = repo_root()
-    tag = image_tag()
+    tag = settings.image
     started = time.monotonic()
     try:
         previous = client.images.get(tag) if image_exists(client, tag) else None
         previous_id = previous.id if previous is not None else None
-        base = base_image or _previous_base(client, previous, progress=progress)
-        base = resolve_base_image(client, base, progress=progress)
+        base = base_image or _previous_base(client, previous, settings, progress=progress)
+        base = resolve_base_image(client, base, settings, progress=progress)
         src_hash = current_source_hash(root)
-        ca_bundle = find_ca_bundle()
+        ca_bundle = find_ca_bundle(settings)
         if ca_bundle is not None:
             progress(f"build: handing {ca_bundle} to pip in the throw-away venv stage (not the final image)")
         progress(f"build: {tag} FROM {base} (context {root}, {DOCKERFILE})")
@@ -228,7 +225,7 @@ def _log_lines(stream: Any) -> Iterator[str]:
         yield pending.rstrip()
 
 
-def _previous_base(client: docker.DockerClient, previous: Any, *, progress: Progress) -> str | None:
+def _previous_base(client: docker.DockerClient, previous: Any, settings: Settings, *, progress: Progress) -> str | None:
     """The base the current image was built FROM, if the engine still has it.
 
     A rebuild after a code change then neither tries a pull again (which may wait out its
@@ -236,7 +233,7 @@ def _previous_base(client: docker.DockerClient, previous: Any, *, progress: Prog
     """
     labels = (previous.labels or {}) if previous is not None else {}
     base = labels.get(BASE_LABEL)
-    if base and not os.environ.get("BOXWRIGHT_BASE_IMAGE") and image_exists(client, base):
+    if base and not settings.base_image and image_exists(client, base):
         progress(f"base image: {base} (the one the current image was built from)")
         return base
     return None

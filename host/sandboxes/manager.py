@@ -26,7 +26,7 @@ from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
 from host.config import Settings
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
-from rpc.auth import token_sha256
+from rpc.agent import agent_env
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, Category, ErrorCode
 from rpc.methods import Method, P, R
@@ -141,10 +141,10 @@ class SandboxManager:
 
         s = self.settings
         self._check_limits(caller)
-        ttl = min(ttl_s or s.default_ttl_s, s.max_ttl_s)
+        ttl = min(ttl_s or s.default_ttl, s.max_ttl)
         now = datetime.now(UTC).replace(microsecond=0)
         sid = "sbx_" + secrets.token_hex(6)
-        network = network or NetworkPolicy(mode=s.default_network)
+        network = network or NetworkPolicy(mode=s.network)
         rec = SandboxRecord(
             id=sid,
             owner=caller.owner,
@@ -164,9 +164,9 @@ class SandboxManager:
             if self._image_provider is not None:  # may build the image on first use
                 await step(1, "checking the sandbox image (built on first use)")
                 rec.image = await self._image_provider()
-            deadline = deadline or Deadline.after(s.startup_timeout_s)
+            deadline = deadline or Deadline.after(s.startup_timeout)
             await step(2, "starting the container")
-            spec = StartSpec(sandbox_id=sid, image=rec.image, labels=self._labels(rec), env=self._env(rec))
+            spec = StartSpec(sandbox_id=sid, image=rec.image, labels=self._labels(rec), env=agent_env(rec.token))
             info = await self._thread(self.backend.start, spec)
             self._attach(rec, info)
             await step(3, "applying the network policy; waiting for the agent and the code runner")
@@ -249,7 +249,7 @@ class SandboxManager:
                 continue
             if now >= rec.expires_at:
                 await self._remove(rec, "TTL expired")
-            elif self.settings.idle_timeout_s and (now - rec.last_used).total_seconds() > self.settings.idle_timeout_s:
+            elif self.settings.idle_timeout and (now - rec.last_used).total_seconds() > self.settings.idle_timeout:
                 await self._remove(rec, "idle timeout")
         await self.reconcile()
 
@@ -284,7 +284,7 @@ class SandboxManager:
     async def run_reaper(self) -> None:
         """Forever: reap every reap_interval_s. Errors are logged, never fatal."""
         while True:
-            await anyio.sleep(self.settings.reap_interval_s)
+            await anyio.sleep(self.settings.reap_interval)
             try:
                 await self.reap()
             except Exception:
@@ -324,12 +324,6 @@ class SandboxManager:
         if rec.allow_hosts:
             out[labels.ALLOW_HOSTS] = ",".join(rec.allow_hosts)
         return out
-
-    @staticmethod
-    def _env(rec: SandboxRecord) -> dict[str, str]:
-        # Only the token's hash enters the container: processes started with `docker exec`
-        # (the code runner) inherit the container env, and must not learn the token.
-        return {"BOXWRIGHT_TOKEN_SHA256": token_sha256(rec.token)}
 
     @staticmethod
     def _attach(rec: SandboxRecord, info: ContainerInfo) -> None:
@@ -454,7 +448,7 @@ class SandboxManager:
             container_id=info.container_id,
             adopted=True,
             # Sandboxes from before network modes carry no label: they get the server's default.
-            network=lab.get(labels.NETWORK, self.settings.default_network),
+            network=lab.get(labels.NETWORK, self.settings.network),
             allow_hosts=[h for h in lab.get(labels.ALLOW_HOSTS, "").split(",") if h],
         )
         self._attach(rec, info)

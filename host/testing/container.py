@@ -16,7 +16,7 @@ from testcontainers.core.wait_strategies import HttpWaitStrategy
 from host.agent_client import AgentEndpoint, read_answer
 from host.backends.docker_backend import CODE_RUNNER_CMD, RUNNER_UID, SANDBOX_GID, tmpfs_mounts
 from rpc import methods
-from rpc.auth import token_sha256
+from rpc.agent import AGENT_PORT, agent_env
 from rpc.deadline import LADDER
 from rpc.envelope import encode_request
 from rpc.errors import BoxwrightError, ErrorCode
@@ -32,14 +32,13 @@ from rpc.models.files import (
 )
 from rpc.models.sandbox import Health
 
-AGENT_PORT = 8080
-
 
 class BoxwrightContainer(DockerContainer):
     def __init__(self, image: str = "boxwright-sandbox:latest", *, mem_limit: str = "1g", **kwargs: Any) -> None:
         super().__init__(image, **kwargs)
         self.token = secrets.token_urlsafe(32)
-        self.with_env("BOXWRIGHT_TOKEN_SHA256", token_sha256(self.token))
+        for name, value in agent_env(self.token).items():
+            self.with_env(name, value)
         # Loopback only: the agent port must never be reachable from the network.
         self.ports[f"{AGENT_PORT}/tcp"] = ("127.0.0.1", None)  # type: ignore[assignment]
         self.tmpfs.update(tmpfs_mounts("256m"))

@@ -22,9 +22,10 @@ if TYPE_CHECKING:
 def boxwright_image() -> str:
     """The sandbox image tag, built (with progress on stderr) if missing or out of date."""
     from host.backends.docker_backend import docker_client
+    from host.config import Settings
     from host.image.builder import ensure_image
 
-    return ensure_image(docker_client(), progress=lambda line: print(line, flush=True))
+    return ensure_image(docker_client(), Settings.load(), progress=lambda line: print(line, flush=True))
 
 
 @pytest.fixture

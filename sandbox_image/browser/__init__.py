@@ -1,6 +1,6 @@
 """The sandbox browser: browser.* methods on one Playwright-driven Chromium.
 
-Modules: settings (launch config), engine (the Chromium process), sessions (contexts and tabs),
+Modules: launch (launch flags), engine (the Chromium process), sessions (contexts and tabs),
 tab (one page and its events), refs (ref_N registry), aria (snapshot parser), elements (refs and
 landmarks from a snapshot), locate (selectors and their errors), navigation, interaction,
 snapshot, screenshot, scripting, dialogs, stability, page_info, content, service (shared plumbing).
@@ -24,10 +24,10 @@ from sandbox_image.browser import (
     stability,
 )
 from sandbox_image.browser.service import BrowserService, Operation
-from sandbox_image.browser.settings import BrowserSettings
+from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 
-__all__ = ["BrowserService", "BrowserSettings", "register"]
+__all__ = ["BrowserService", "register"]
 
 TAB_OPERATIONS: tuple[tuple[Method[Any, Any], Operation[Any, Any]], ...] = (
     (m.BROWSER_GOTO, navigation.goto),
@@ -50,9 +50,9 @@ TAB_OPERATIONS: tuple[tuple[Method[Any, Any], Operation[Any, Any]], ...] = (
 )
 
 
-def register(dispatcher: Dispatcher, settings: BrowserSettings | None = None) -> BrowserService:
+def register(dispatcher: Dispatcher, settings: SandboxSettings) -> BrowserService:
     """Serve every browser.* method; the agent hooks the returned service's on_startup/on_cleanup."""
-    service = BrowserService(settings or BrowserSettings.from_env())
+    service = BrowserService(settings)
     for method, operation in TAB_OPERATIONS:
         dispatcher.register(method, service.tab_handler(method, operation))
     dispatcher.register(m.BROWSER_TABS, service.tabs)

@@ -1,7 +1,7 @@
 """The one Chromium of a sandbox, driven through Playwright.
 
 Launched on the first browser call, or in the background at agent start when
-BOXWRIGHT_BROWSER_PRELAUNCH is set. A launch runs as a task of its own that callers await through
+the browser_prelaunch setting is on. A launch runs as a task of its own that callers await through
 `shield`: a caller giving up (its deadline) never leaves a half-launched browser behind, and
 concurrent first calls share one launch. When the browser process dies, the sessions are told (their
 tabs answer PAGE_CRASHED once) and the next call launches a new one.
@@ -19,13 +19,14 @@ from playwright.async_api import Browser, Playwright, async_playwright
 from rpc.errors import BoxwrightError, ErrorCode
 from sandbox_image.browser.background import quietly
 from sandbox_image.browser.errors import clean_message
-from sandbox_image.browser.settings import LAUNCH_ARGS, LAUNCH_TIMEOUT_MS, BrowserSettings
+from sandbox_image.browser.launch import LAUNCH_ARGS, LAUNCH_TIMEOUT_MS
+from sandbox_image.config import SandboxSettings
 
 log = logging.getLogger("boxwright.agent.browser")
 
 
 class Engine:
-    def __init__(self, settings: BrowserSettings) -> None:
+    def __init__(self, settings: SandboxSettings) -> None:
         self.settings = settings
         self.on_disconnect: Callable[[], None] = lambda: None
         self._playwright: Playwright | None = None
@@ -60,7 +61,7 @@ class Engine:
                 if self._playwright is None:
                     self._playwright = await async_playwright().start()
                 browser = await self._playwright.chromium.launch(
-                    executable_path=self.settings.executable,
+                    executable_path=self.settings.chromium,
                     args=list(LAUNCH_ARGS),
                     headless=True,
                     timeout=LAUNCH_TIMEOUT_MS,
@@ -70,7 +71,7 @@ class Engine:
                 # The driver itself may be gone (it died with the browser): start a new one once.
                 await self._stop_driver()
                 if attempt == 2:
-                    log.error("cannot launch Chromium (%s): %s", self.settings.executable, clean_message(exc))
+                    log.error("cannot launch Chromium (%s): %s", self.settings.chromium, clean_message(exc))
                     raise BoxwrightError(
                         ErrorCode.EXECUTION_ERROR,
                         "the browser could not be started",

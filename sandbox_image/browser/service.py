@@ -23,10 +23,10 @@ from sandbox_image.browser.engine import Engine
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, execution_error
 from sandbox_image.browser.navigation import open_url
 from sandbox_image.browser.sessions import Session, SessionManager
-from sandbox_image.browser.settings import BrowserSettings
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import check_url
+from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Handler
 
 P = TypeVar("P", bound=TabParams)
@@ -39,14 +39,14 @@ def _required(field: str, action: str) -> BoxwrightError:
 
 
 class BrowserService:
-    def __init__(self, settings: BrowserSettings) -> None:
+    def __init__(self, settings: SandboxSettings) -> None:
         self.settings = settings
         self.engine = Engine(settings)
         self.sessions = SessionManager(self.engine)
 
     # -- agent lifecycle (aiohttp signals) ---------------------------------------------------
     async def on_startup(self, _app: web.Application) -> None:
-        if self.settings.prelaunch:
+        if self.settings.browser_prelaunch:
             self.engine.prelaunch()
 
     async def on_cleanup(self, _app: web.Application) -> None:

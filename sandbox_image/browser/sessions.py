@@ -17,7 +17,7 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import MAX_SESSIONS, MAX_TABS_PER_SESSION
 from sandbox_image.browser.background import close_when_done, quietly, spawn
 from sandbox_image.browser.engine import Engine
-from sandbox_image.browser.settings import VIEWPORT
+from sandbox_image.browser.launch import VIEWPORT
 from sandbox_image.browser.tab import Tab
 
 log = logging.getLogger("boxwright.agent.browser")

@@ -21,11 +21,12 @@ import sys
 from aiohttp import web
 
 from rpc.models.sandbox import Health
+from rpc.settings import SettingsError
 from sandbox_image import AGENT_VERSION
 from sandbox_image.code import handlers
 from sandbox_image.code.background import ProcessManager
 from sandbox_image.code.runner import CodeRunner
-from sandbox_image.config import ConfigError, RunnerConfig
+from sandbox_image.config import SandboxSettings, load_or_exit
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.logs import setup_logging
 from sandbox_image.server import build_app
@@ -34,17 +35,17 @@ SOCKET_MODE = 0o660
 log = logging.getLogger("boxwright.runner")
 
 
-def create_runner_app(config: RunnerConfig) -> web.Application:
+def create_runner_app(settings: SandboxSettings) -> web.Application:
     """The daemon's aiohttp app; background processes are killed when the app shuts down."""
     dispatcher = Dispatcher("runner")
-    runner = CodeRunner(config)
+    runner = CodeRunner(settings)
     manager = ProcessManager(runner)
     handlers.register(dispatcher, runner, manager)
 
     async def health() -> Health:
         return Health(status="ok", agentVersion=AGENT_VERSION, codeRunnerReady=True)
 
-    app = build_app(dispatcher, health=health, auth=None, max_body_bytes=config.max_body_bytes)
+    app = build_app(dispatcher, health=health, auth=None, max_body_bytes=settings.max_body_bytes)
 
     async def shutdown(_app: web.Application) -> None:
         await manager.shutdown()
@@ -60,19 +61,19 @@ def remove_stale_socket(path: str) -> None:
     except FileNotFoundError:
         return
     if not stat.S_ISSOCK(mode):
-        raise ConfigError(f"{path} exists and is not a socket; refusing to replace it")
+        raise SettingsError(f"{path} exists and is not a socket; refusing to replace it")
     os.unlink(path)
 
 
-async def start_runner(config: RunnerConfig) -> web.AppRunner:
+async def start_runner(settings: SandboxSettings) -> web.AppRunner:
     """Bind the daemon to its socket (used by `serve` and by tests)."""
-    app_runner = web.AppRunner(create_runner_app(config), access_log=None)
+    app_runner = web.AppRunner(create_runner_app(settings), access_log=None)
     await app_runner.setup()
-    remove_stale_socket(config.socket)
-    site = web.UnixSite(app_runner, config.socket)
+    remove_stale_socket(settings.runner_socket)
+    site = web.UnixSite(app_runner, settings.runner_socket)
     await site.start()
-    os.chmod(config.socket, SOCKET_MODE)
-    share_socket(config.socket, config.socket_group)
+    os.chmod(settings.runner_socket, SOCKET_MODE)
+    share_socket(settings.runner_socket, settings.runner_socket_group)
     return app_runner
 
 
@@ -89,8 +90,8 @@ def share_socket(path: str, group: str | None) -> None:
     os.chown(path, -1, gid)
 
 
-async def serve(config: RunnerConfig) -> None:
-    app_runner = await start_runner(config)
+async def serve(settings: SandboxSettings) -> None:
+    app_runner = await start_runner(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -100,20 +101,16 @@ async def serve(config: RunnerConfig) -> None:
     finally:
         await app_runner.cleanup()
         with contextlib.suppress(OSError):
-            os.unlink(config.socket)
+            os.unlink(settings.runner_socket)
 
 
 def main() -> int:
-    log = setup_logging("runner")
+    settings = load_or_exit("runner")
+    log = setup_logging("runner", settings.log_level)
+    log.info("code runner %s listening on %s (uid %d)", AGENT_VERSION, settings.runner_socket, os.getuid())
     try:
-        config = RunnerConfig.from_env()
-    except ConfigError as exc:
-        print(f"boxwright runner: {exc}", file=sys.stderr)
-        return 2
-    log.info("code runner %s listening on %s (uid %d)", AGENT_VERSION, config.socket, os.getuid())
-    try:
-        asyncio.run(serve(config))
-    except ConfigError as exc:
+        asyncio.run(serve(settings))
+    except SettingsError as exc:
         print(f"boxwright runner: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -11,7 +11,7 @@ from rpc.models.code import CodeRunParams, CodeRunResult
 from sandbox_image.code.outputs import CappedBuffer
 from sandbox_image.code.procs import exit_code, kill_session, kill_session_now
 from sandbox_image.code.spawn import PipeReader, Script, open_reader, spawn, user_env, write_script
-from sandbox_image.config import RunnerConfig
+from sandbox_image.config import SandboxSettings
 from sandbox_image.files.workspace import Workspace
 
 # After the main process exits and its session is killed, wait this long for the pipes to drain.
@@ -22,19 +22,19 @@ DRAIN_GRACE_S = 0.5
 class CodeRunner:
     """Turns `code.run` params into a started process; runs sync ones to completion."""
 
-    def __init__(self, config: RunnerConfig, workspace: Workspace | None = None) -> None:
-        self.config = config
-        self.workspace = workspace or Workspace(config.workspace)
+    def __init__(self, settings: SandboxSettings, workspace: Workspace | None = None) -> None:
+        self.settings = settings
+        self.workspace = workspace or Workspace(settings.workspace)
 
     def argv(self, params: CodeRunParams, script: Script) -> list[str]:
-        interpreter = self.config.python if params.language == "python" else self.config.bash
+        interpreter = self.settings.python if params.language == "python" else self.settings.bash
         return [interpreter, script.path]
 
     def prepare(self, params: CodeRunParams) -> tuple[str, dict[str, str], Script]:
         """cwd (confined to the workspace), env and script file; raises before anything starts."""
         cwd = self.workspace.directory(params.cwd)
         env = user_env(params.env)
-        return cwd, env, write_script(params, self.config.scratch_dir)
+        return cwd, env, write_script(params, self.settings.runner_scratch)
 
     async def run_sync(self, params: CodeRunParams, deadline: Deadline) -> CodeRunResult:
         # The run's own timeout fires inside the handler's deadline, so a timed-out run still answers

@@ -20,7 +20,8 @@ from aiohttp import web
 
 from rpc.errors import BoxwrightError, ErrorBody
 from sandbox_image import browser as browser_feature
-from sandbox_image.browser import BrowserService, BrowserSettings
+from sandbox_image.browser import BrowserService
+from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 
 # tests/conftest.py skips these tests (or fails them in CI) when there is no Chromium here.
@@ -271,7 +272,7 @@ async def site_fixture() -> AsyncIterator[Site]:
 @pytest.fixture(scope="module", name="browser")
 async def browser_fixture() -> AsyncIterator[BrowserDriver]:
     dispatcher = Dispatcher("agent")
-    service = browser_feature.register(dispatcher, BrowserSettings(executable=CHROMIUM))
+    service = browser_feature.register(dispatcher, SandboxSettings(chromium=CHROMIUM))
     yield BrowserDriver(service, dispatcher)
     await service.on_cleanup(web.Application())
 

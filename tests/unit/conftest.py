@@ -22,7 +22,7 @@ from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 
 from sandbox_image.agent import create_agent_app  # noqa: E402
 from sandbox_image.code.daemon import start_runner  # noqa: E402
-from sandbox_image.config import AgentConfig, RunnerConfig  # noqa: E402
+from sandbox_image.config import SandboxSettings  # noqa: E402
 from tests.unit.browser_harness import browser_fixture, session_fixture, site_fixture  # noqa: E402, F401 (fixtures)
 
 TOKEN = "unit-test-token-Ж"
@@ -55,12 +55,12 @@ def socket_dir() -> Iterator[Path]:
 
 
 @pytest.fixture
-def runner_config(workspace: Path, socket_dir: Path) -> RunnerConfig:
-    return RunnerConfig(workspace=str(workspace), socket=str(socket_dir / "runner.sock"))
+def runner_config(workspace: Path, socket_dir: Path) -> SandboxSettings:
+    return SandboxSettings(workspace=str(workspace), runner_socket=str(socket_dir / "runner.sock"))
 
 
 @pytest.fixture
-async def runner_daemon(runner_config: RunnerConfig) -> AsyncIterator[RunnerConfig]:
+async def runner_daemon(runner_config: SandboxSettings) -> AsyncIterator[SandboxSettings]:
     """The code runner daemon, started in-process on its temp socket."""
     app_runner = await start_runner(runner_config)
     yield runner_config
@@ -87,8 +87,8 @@ async def make_client() -> AsyncIterator[ClientFactory]:
 
 
 @pytest.fixture
-def agent_config(workspace: Path, socket_dir: Path) -> AgentConfig:
-    return AgentConfig(
+def agent_config(workspace: Path, socket_dir: Path) -> SandboxSettings:
+    return SandboxSettings(
         token_sha256=TOKEN_SHA256,
         workspace=str(workspace),
         runner_socket=str(socket_dir / "runner.sock"),
@@ -97,17 +97,17 @@ def agent_config(workspace: Path, socket_dir: Path) -> AgentConfig:
 
 
 @pytest.fixture
-async def agent(agent_config: AgentConfig, make_client: ClientFactory) -> TestClient[web.Request, web.Application]:
+async def agent(agent_config: SandboxSettings, make_client: ClientFactory) -> TestClient[web.Request, web.Application]:
     """The agent without a runner daemon."""
     return await make_client(create_agent_app(agent_config))
 
 
 @pytest.fixture
 async def agent_with_runner(
-    agent_config: AgentConfig, runner_daemon: RunnerConfig, make_client: ClientFactory
+    agent_config: SandboxSettings, runner_daemon: SandboxSettings, make_client: ClientFactory
 ) -> TestClient[web.Request, web.Application]:
     """The agent with the runner daemon listening on the socket it forwards to."""
-    assert runner_daemon.socket == agent_config.runner_socket
+    assert runner_daemon.runner_socket == agent_config.runner_socket
     return await make_client(create_agent_app(agent_config))
 
 

@@ -1,5 +1,5 @@
 """The browser inside the agent's HTTP app: served over /rpc with the bearer token, launched lazily or
-at start (BOXWRIGHT_BROWSER_PRELAUNCH), and gone with the app."""
+at start (the browser_prelaunch setting), and gone with the app."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from sandbox_image.agent import create_agent_app
-from sandbox_image.config import AgentConfig
+from sandbox_image.config import SandboxSettings
 from tests.unit.browser_harness import our_browser_pids
 from tests.unit.conftest import ClientFactory
 
@@ -28,7 +28,7 @@ async def rpc(client: object, headers: dict[str, str], method: str, **params: ob
 
 @pytest.mark.parametrize("prelaunch", ["0", "1"])
 async def test_agent_serves_the_browser_and_closes_it(
-    agent_config: AgentConfig,
+    agent_config: SandboxSettings,
     make_client: ClientFactory,
     auth_headers: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
@@ -36,7 +36,8 @@ async def test_agent_serves_the_browser_and_closes_it(
 ) -> None:
 
     monkeypatch.setenv("BOXWRIGHT_BROWSER_PRELAUNCH", prelaunch)
-    client = await make_client(create_agent_app(agent_config))
+    settings = SandboxSettings(**agent_config.model_dump(exclude={"browser_prelaunch"}))  # that one from the env
+    client = await make_client(create_agent_app(settings))
     if prelaunch == "1":
         for _ in range(200):
             if our_browser_pids():

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from rpc.errors import BoxwrightError, ErrorCode
+from rpc.settings import SettingsError
 from sandbox_image.browser import aria
 from sandbox_image.browser.elements import build
 from sandbox_image.browser.refs import MAX_LIVE_REFS, RefRegistry, parse_ref
-from sandbox_image.browser.settings import BrowserSettings
 from sandbox_image.browser.urls import check_url, redact
+from sandbox_image.config import SandboxSettings
 
 SNAPSHOT = """\
 - generic [active] [ref=e1]:
@@ -139,8 +140,16 @@ def test_redact_drops_queries_and_inline_documents() -> None:
     assert redact("data:text/html,<p>secret</p>") == "data:…"
 
 
-def test_settings_from_env() -> None:
-    assert BrowserSettings.from_env({}) == BrowserSettings(executable="/usr/bin/chromium", prelaunch=False)
-    on = BrowserSettings.from_env({"BOXWRIGHT_BROWSER_PRELAUNCH": "yes", "BOXWRIGHT_CHROMIUM": "/opt/c"})
-    assert on == BrowserSettings(executable="/opt/c", prelaunch=True)
-    assert BrowserSettings.from_env({"BOXWRIGHT_BROWSER_PRELAUNCH": "maybe"}).prelaunch is False
+def test_browser_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BOXWRIGHT_CHROMIUM", raising=False)
+    monkeypatch.delenv("BOXWRIGHT_BROWSER_PRELAUNCH", raising=False)
+    default = SandboxSettings.load()
+    assert default.chromium == "/usr/bin/chromium" and default.browser_prelaunch is False
+    monkeypatch.setenv("BOXWRIGHT_BROWSER_PRELAUNCH", "yes")
+    monkeypatch.setenv("BOXWRIGHT_CHROMIUM", "/opt/c")
+    on = SandboxSettings.load()
+    assert on.chromium == "/opt/c" and on.browser_prelaunch is True
+    # One boolean parser for every setting: what is not a boolean is refused, naming the variable.
+    monkeypatch.setenv("BOXWRIGHT_BROWSER_PRELAUNCH", "maybe")
+    with pytest.raises(SettingsError, match="BOXWRIGHT_BROWSER_PRELAUNCH"):
+        SandboxSettings.load()

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic_core import PydanticUndefined
+
+from host.config import Settings
 from rpc.deadline import LADDER
+from rpc.settings import EnvSettings
+from sandbox_image.config import SandboxSettings
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -44,3 +49,24 @@ def ladder_table() -> str:
 def test_the_timeouts_section_states_the_ladder() -> None:
     table = ladder_table()
     assert table in README.read_text(), f"README's Timeouts section should hold:\n\n{table}\n"
+
+
+def _default(settings: type[EnvSettings], name: str) -> str:
+    field = settings.model_fields[name]
+    if field.default is None or field.default is PydanticUndefined:
+        return ""
+    return f"`{str(field.default).lower() if isinstance(field.default, bool) else field.default}`"
+
+
+def env_table(settings: type[EnvSettings]) -> str:
+    rows = ["| variable | default | |", "| --- | --- | --- |"]
+    for name, field in settings.model_fields.items():
+        rows.append(f"| `{settings.env_name(name)}` | {_default(settings, name)} | {field.description} |")
+    return "\n".join(rows)
+
+
+def test_the_environment_tables_are_the_settings() -> None:
+    text = README.read_text()
+    for settings in (Settings, SandboxSettings):
+        table = env_table(settings)
+        assert table in text, f"README should hold the table of {settings.__name__}:\n\n{table}\n"

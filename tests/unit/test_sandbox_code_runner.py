@@ -19,13 +19,13 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.code import CodeRunParams, CodeRunResult, ProcessKillParams, ProcessOutputParams
 from sandbox_image.code.background import ProcessManager
 from sandbox_image.code.runner import CodeRunner
-from sandbox_image.config import RunnerConfig
+from sandbox_image.config import SandboxSettings
 
 FindProcesses = Callable[[str], list[int]]
 
 
 @pytest.fixture
-def runner(runner_config: RunnerConfig) -> CodeRunner:
+def runner(runner_config: SandboxSettings) -> CodeRunner:
     return CodeRunner(runner_config)
 
 

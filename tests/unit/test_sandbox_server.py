@@ -22,8 +22,9 @@ from rpc.errors import ErrorCode
 from rpc.methods import FILE_READ, SANDBOX_INFO
 from rpc.models.files import FileReadParams, FileReadResult
 from rpc.models.sandbox import Health, SandboxInfoParams, SandboxInfoResult
+from rpc.settings import SettingsError
 from sandbox_image.code.daemon import share_socket
-from sandbox_image.config import AgentConfig, ConfigError
+from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.server import build_app
 
@@ -146,7 +147,9 @@ async def test_invalid_deadline_is_an_invalid_parameter(agent: Client, auth_head
         assert body["error"]["data"]["details"]["errors"][0]["field"] == "deadlineMs"
 
 
-async def test_oversized_body_is_413(agent: Client, auth_headers: dict[str, str], agent_config: AgentConfig) -> None:
+async def test_oversized_body_is_413(
+    agent: Client, auth_headers: dict[str, str], agent_config: SandboxSettings
+) -> None:
     big = request("file.write", {"path": "x.txt", "content": "x" * (agent_config.max_body_bytes + 1)})
     response = await agent.post("/rpc", json=big, headers=auth_headers)
     assert response.status == 413
@@ -265,7 +268,7 @@ async def test_runner_validation_errors_come_back_intact(
 
 
 async def test_runner_socket_is_group_accessible(runner_daemon: Any) -> None:
-    assert os.stat(runner_daemon.socket).st_mode & 0o777 == 0o660
+    assert os.stat(runner_daemon.runner_socket).st_mode & 0o777 == 0o660
 
 
 def test_runner_socket_is_handed_to_the_shared_group(tmp_path: Path) -> None:
@@ -281,13 +284,18 @@ def test_runner_socket_is_handed_to_the_shared_group(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- configuration
 
 
-def test_agent_refuses_to_start_without_the_token_hash() -> None:
-    with pytest.raises(ConfigError):
-        AgentConfig.from_env({})
-    with pytest.raises(ConfigError):
-        AgentConfig.from_env({"BOXWRIGHT_TOKEN_SHA256": "abc"})
-    config = AgentConfig.from_env({"BOXWRIGHT_TOKEN_SHA256": "A" * 64, "BOXWRIGHT_PORT": "9000"})
-    assert config.token_sha256 == "a" * 64 and config.port == 9000 and config.workspace == "/workspace"
+def test_agent_refuses_to_start_without_the_token_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [k for k in os.environ if k.startswith("BOXWRIGHT_")]:
+        monkeypatch.delenv(name)
+    with pytest.raises(SettingsError, match="BOXWRIGHT_TOKEN_SHA256"):
+        SandboxSettings.load().agent_token_sha256()
+    monkeypatch.setenv("BOXWRIGHT_TOKEN_SHA256", "abc")
+    with pytest.raises(SettingsError, match="BOXWRIGHT_TOKEN_SHA256"):
+        SandboxSettings.load()
+    monkeypatch.setenv("BOXWRIGHT_TOKEN_SHA256", "A" * 64)
+    monkeypatch.setenv("BOXWRIGHT_PORT", "9000")
+    config = SandboxSettings.load()
+    assert config.agent_token_sha256() == "a" * 64 and config.port == 9000 and config.workspace == "/workspace"
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOXWRIGHT_")}
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run(

@@ -70,7 +70,7 @@ class SandboxListResult(BaseModel):
 
 
 def tools(manager: SandboxManager) -> list[ToolSpec]:
-    startup_s = manager.settings.startup_timeout_s
+    startup_s = manager.settings.startup_timeout
 
     async def create(inv: Invocation[SandboxCreateArgs]) -> ToolOutput:
         started = time.monotonic()

@@ -1,0 +1,15 @@
+"""How the host reaches a sandbox's agent, outside JSON-RPC: the port it listens on inside the
+container, and the environment it starts with (only its token's hash: every process started with
+`docker exec`, the code runner included, inherits that environment and must not learn the token)."""
+
+from __future__ import annotations
+
+from rpc.auth import token_sha256
+from rpc.settings import EnvSettings
+
+AGENT_PORT = 8080
+
+
+def agent_env(token: str) -> dict[str, str]:
+    """The container environment for an agent whose bearer token is `token` (read by SandboxSettings)."""
+    return {EnvSettings.env_name("token_sha256"): token_sha256(token)}

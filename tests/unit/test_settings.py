@@ -1,0 +1,98 @@
+"""One settings object per side: names derived from fields, bad values refused by name, empties."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import docker.errors
+import pytest
+
+from host.config import Settings
+from host.image.build_context import find_ca_bundle
+from host.image.builder import image_status
+from rpc.agent import agent_env
+from rpc.auth import token_sha256
+from rpc.settings import SettingsError
+from sandbox_image.config import SandboxSettings
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [k for k in os.environ if k.startswith("BOXWRIGHT_")]:
+        monkeypatch.delenv(name)
+
+
+def test_every_variable_is_named_after_its_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOXWRIGHT_IMAGE", "mine:1")
+    monkeypatch.setenv("BOXWRIGHT_DEFAULT_TTL", "120")
+    monkeypatch.setenv("BOXWRIGHT_NETWORK", "none")
+    monkeypatch.setenv("BOXWRIGHT_CPUS", "0.5")
+    monkeypatch.setenv("BOXWRIGHT_TOOLSETS", "code, files")
+    monkeypatch.setenv("BOXWRIGHT_LOG_LEVEL", "debug")
+    monkeypatch.setenv("BOXWRIGHT_DEBIAN_MIRROR", "http://mirror.example/debian")
+    s = Settings.load()
+    assert (s.image, s.default_ttl, s.network, s.toolsets) == ("mine:1", 120, "none", ["code", "files"])
+    assert s.nano_cpus == 500_000_000 and s.log_level == "DEBUG"
+    assert s.debian_mirror == "http://mirror.example/debian"
+    assert "image" in s.model_fields_set and "namespace" not in s.model_fields_set
+
+
+def test_flags_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOXWRIGHT_KEEP_ON_EXIT", "false")
+    assert Settings.load(keep_on_exit=True, toolsets=None).keep_on_exit is True
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("BOXWRIGHT_MAX_SANDBOXES", "lots"),
+        ("BOXWRIGHT_DEFAULT_TTL", "5"),
+        ("BOXWRIGHT_NETWORK", "allowlist"),
+        ("BOXWRIGHT_KEEP_ON_EXIT", "maybe"),
+        ("BOXWRIGHT_NAMESPACE", "Has Spaces"),
+        ("BOXWRIGHT_LOG_LEVEL", "chatty"),
+    ],
+)
+def test_a_bad_value_is_refused_with_its_variable(monkeypatch: pytest.MonkeyPatch, var: str, value: str) -> None:
+    monkeypatch.setenv(var, value)
+    with pytest.raises(SettingsError, match=var) as info:
+        Settings.load()
+    assert value not in str(info.value)  # values are not echoed (a variable may hold a secret)
+
+
+def test_empty_is_unset_unless_empty_means_something(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("BOXWRIGHT_MAX_SANDBOXES", "")
+    monkeypatch.setenv("BOXWRIGHT_CPUS", "")
+    assert Settings.load().max_sandboxes == 20
+    monkeypatch.setenv("BOXWRIGHT_BUILD_CA_BUNDLE", "")
+    assert find_ca_bundle(Settings.load()) is None  # empty: hand no CA to the build
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("x")
+    monkeypatch.setenv("BOXWRIGHT_BUILD_CA_BUNDLE", str(bundle))
+    assert find_ca_bundle(Settings.load()) == bundle
+    monkeypatch.setenv("BOXWRIGHT_RUNNER_SOCKET_GROUP", "")
+    assert SandboxSettings.load().runner_socket_group is None  # empty: leave the socket's group alone
+
+
+def test_the_host_starts_an_agent_the_agent_can_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one variable that crosses from host to container: the token's hash, read by its field."""
+    for name, value in agent_env("sk-token").items():
+        monkeypatch.setenv(name, value)
+    assert SandboxSettings.load().agent_token_sha256() == token_sha256("sk-token")
+
+
+class _EngineWithoutImages:
+    """Just enough of a docker client for image_status: it has no images."""
+
+    class images:
+        @staticmethod
+        def get(tag: str) -> None:
+            raise docker.errors.ImageNotFound(tag)
+
+
+def test_the_image_tag_is_read_once_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOXWRIGHT_IMAGE", "from-env:1")
+    settings = Settings.load(image="from-flag:2")
+    status = image_status(_EngineWithoutImages(), settings)  # type: ignore[arg-type]
+    assert status.tag == "from-flag:2" and not status.exists
