@@ -53,7 +53,8 @@ from mcp.client.stdio import stdio_client
 from host import labels
 from host.agent_client import AgentClient, AgentEndpoint
 from host.backends.base import StartSpec
-from host.backends.docker_backend import AGENT_PORT, DockerBackend, volume_name
+from host.backends.docker_backend import DockerBackend, volume_name
+from host.backends.hardening import AGENT_PORT_SPEC
 from host.config import Settings
 from host.image.builder import ensure_image
 from rpc import methods
@@ -377,7 +378,7 @@ class Harness:
         self.docker.volumes.create(name=vol, labels=spec.labels)
         container = self.docker.containers.run(spec.image, **self.backend.run_kwargs(spec, vol))
         container.reload()
-        port = container.ports[AGENT_PORT][0]["HostPort"]
+        port = container.ports[AGENT_PORT_SPEC][0]["HostPort"]
         bare = BareSandbox(sid, container, f"http://127.0.0.1:{port}", token)
         bare.marks["run"] = (time.perf_counter() - started) * 1000
         try:

@@ -1,9 +1,7 @@
 """DockerBackend: sandboxes as hardened Docker containers, through the docker SDK.
 
-Hardening (DESIGN.md, Isolation): the agent runs as non-root `agent`, every capability dropped,
-no-new-privileges, read-only root filesystem with tmpfs scratch, a named volume for /workspace,
-pids/memory/CPU limits, and the agent port published on 127.0.0.1 only. Sandboxes sit on a
-namespace network with inter-container traffic disabled, so one sandbox cannot reach another.
+Each runs with the hardening of host.backends.hardening plus a named volume for /workspace. Sandboxes
+sit on a namespace network with inter-container traffic disabled, so one sandbox cannot reach another.
 """
 
 from __future__ import annotations
@@ -20,18 +18,15 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-import rpc.agent
 from host import labels
 from host.backends.base import ContainerInfo, StartSpec
+from host.backends.hardening import AGENT_PORT_SPEC, CODE_RUNNER_CMD, Limits, hardened
 from host.config import Settings
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.network import NetworkPolicy
 
 log = logging.getLogger(__name__)
 
-AGENT_PORT = f"{rpc.agent.AGENT_PORT}/tcp"
-AGENT_UID, RUNNER_UID, SANDBOX_GID = 1000, 1001, 1500
-CODE_RUNNER_CMD = ["python3", "-m", "sandbox_image.code.daemon"]
 NETGUARD_CMD = ["python3", "-m", "sandbox_image.netguard"]
 NETGUARD_TIMEOUT_S = 30
 
@@ -48,17 +43,6 @@ def docker_client() -> docker.DockerClient:
             details={"cause": str(exc).splitlines()[0][:300]},
         ) from exc
     return client
-
-
-def tmpfs_mounts(size: str) -> dict[str, str]:
-    """Scratch space on a read-only root. /tmp and runner's home allow exec (compilers, pip --user);
-    /run/boxwright holds the code runner's socket: runner's, reachable by group sandbox (the agent)."""
-    return {
-        "/tmp": f"rw,exec,nosuid,nodev,size={size}",
-        "/home/agent": f"rw,nosuid,nodev,size={size},uid={AGENT_UID},gid={AGENT_UID},mode=0700",
-        "/home/runner": f"rw,exec,nosuid,nodev,size={size},uid={RUNNER_UID},gid={RUNNER_UID},mode=0700",
-        "/run/boxwright": f"rw,nosuid,nodev,noexec,size=1m,uid={RUNNER_UID},gid={SANDBOX_GID},mode=0750",
-    }
 
 
 def local_host_addresses() -> list[str]:
@@ -170,26 +154,15 @@ class DockerBackend:
         Public so that measurements (benchmarks/bench.py) start exactly the container a sandbox is.
         Creates the namespace network on first use.
         """
-        s = self.settings
         return {
+            **hardened(Limits.of(self.settings)),
             "detach": True,
             "name": container_name(spec.sandbox_id),
             "hostname": "sandbox",
-            "user": "agent",
             "environment": spec.env,
             "labels": spec.labels,
-            "read_only": True,
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges:true"],
-            "tmpfs": tmpfs_mounts(s.tmp_size),
             "volumes": {volume: {"bind": "/workspace", "mode": "rw"}},
-            "shm_size": s.shm_size,
-            "pids_limit": s.pids_limit,
-            "mem_limit": s.mem_limit,
-            "memswap_limit": s.mem_limit,
-            "nano_cpus": s.nano_cpus,
             "network": self._ensure_network(),
-            "ports": {AGENT_PORT: ("127.0.0.1", None)},
             "restart_policy": {"Name": "no"},
         }
 
@@ -326,7 +299,7 @@ class DockerBackend:
     def _info(container: Container) -> ContainerInfo:
         lab = dict(container.labels or {})
         url = None
-        bindings = (container.ports or {}).get(AGENT_PORT) or []
+        bindings = (container.ports or {}).get(AGENT_PORT_SPEC) or []
         for b in bindings:
             if b.get("HostIp") in ("127.0.0.1", "") and b.get("HostPort"):
                 url = f"http://127.0.0.1:{b['HostPort']}"

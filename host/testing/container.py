@@ -14,7 +14,7 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.wait_strategies import HttpWaitStrategy
 
 from host.agent_client import AgentEndpoint, read_answer
-from host.backends.docker_backend import CODE_RUNNER_CMD, RUNNER_UID, SANDBOX_GID, tmpfs_mounts
+from host.backends.hardening import CODE_RUNNER_CMD, RUNNER_UID, SANDBOX_GID, Limits, hardened
 from rpc import methods
 from rpc.agent import AGENT_PORT, agent_env
 from rpc.deadline import LADDER
@@ -39,21 +39,13 @@ class BoxwrightContainer(DockerContainer):
         self.token = secrets.token_urlsafe(32)
         for name, value in agent_env(self.token).items():
             self.with_env(name, value)
-        # Loopback only: the agent port must never be reachable from the network.
-        self.ports[f"{AGENT_PORT}/tcp"] = ("127.0.0.1", None)  # type: ignore[assignment]
-        self.tmpfs.update(tmpfs_mounts("256m"))
+        # Hardened like the sandboxes the server starts; testcontainers passes ports and tmpfs itself.
+        run = hardened(Limits(mem_limit=mem_limit, pids_limit=512, shm_size="256m", tmp_size="256m"))
+        self.ports.update(run.pop("ports"))
+        self.tmpfs.update(run.pop("tmpfs"))
         # No named volume here: the workspace is a tmpfs shaped like the image's /workspace.
         self.tmpfs["/workspace"] = f"rw,exec,nosuid,nodev,size=512m,uid={RUNNER_UID},gid={SANDBOX_GID},mode=2775"
-        self.with_kwargs(
-            user="agent",
-            read_only=True,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges:true"],
-            shm_size="256m",
-            pids_limit=512,
-            mem_limit=mem_limit,
-            labels={"io.boxwright.testcontainer": "1"},
-        )
+        self.with_kwargs(**run, labels={"io.boxwright.testcontainer": "1"})
         self.waiting_for(HttpWaitStrategy(AGENT_PORT, "/healthz").for_status_code(200))
         self._http: httpx.Client | None = None
         self._ids = itertools.count(1)

@@ -11,7 +11,7 @@ import pytest
 from host.config import Settings
 from host.image.build_context import find_ca_bundle
 from host.image.builder import image_status
-from rpc.agent import agent_env
+from rpc.agent import AGENT_PORT, agent_env
 from rpc.auth import token_sha256
 from rpc.settings import SettingsError
 from sandbox_image.config import SandboxSettings
@@ -96,3 +96,9 @@ def test_the_image_tag_is_read_once_from_the_settings(monkeypatch: pytest.Monkey
     settings = Settings.load(image="from-flag:2")
     status = image_status(_EngineWithoutImages(), settings)  # type: ignore[arg-type]
     assert status.tag == "from-flag:2" and not status.exists
+
+
+def test_the_image_exposes_the_agent_port() -> None:
+    dockerfile = (Path(__file__).resolve().parents[2] / "Dockerfile.sandbox").read_text()
+    assert f"\nEXPOSE {AGENT_PORT}\n" in dockerfile
+    assert SandboxSettings.model_fields["port"].default == AGENT_PORT

@@ -1,0 +1,60 @@
+"""How every sandbox container is locked down, whoever starts it (DockerBackend, the testing
+container): the agent runs as non-root `agent`, every capability dropped, no-new-privileges, a
+read-only root filesystem with tmpfs scratch, pids/memory/CPU limits, and the agent port published
+on 127.0.0.1 only — never reachable from the network."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from host.config import Settings
+from rpc.agent import AGENT_PORT
+
+# The users and group Dockerfile.sandbox creates.
+AGENT_UID, RUNNER_UID, SANDBOX_GID = 1000, 1001, 1500
+AGENT_PORT_SPEC = f"{AGENT_PORT}/tcp"
+CODE_RUNNER_CMD = ["python3", "-m", "sandbox_image.code.daemon"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    mem_limit: str
+    pids_limit: int
+    shm_size: str
+    tmp_size: str
+    nano_cpus: int | None = None
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        return cls(settings.mem_limit, settings.pids_limit, settings.shm_size, settings.tmp_size, settings.nano_cpus)
+
+
+def tmpfs_mounts(size: str) -> dict[str, str]:
+    """Scratch space on a read-only root. /tmp and runner's home allow exec (compilers, pip --user);
+    /run/boxwright holds the code runner's socket: runner's, reachable by group sandbox (the agent)."""
+    return {
+        "/tmp": f"rw,exec,nosuid,nodev,size={size}",
+        "/home/agent": f"rw,nosuid,nodev,size={size},uid={AGENT_UID},gid={AGENT_UID},mode=0700",
+        "/home/runner": f"rw,exec,nosuid,nodev,size={size},uid={RUNNER_UID},gid={RUNNER_UID},mode=0700",
+        "/run/boxwright": f"rw,nosuid,nodev,noexec,size=1m,uid={RUNNER_UID},gid={SANDBOX_GID},mode=0750",
+    }
+
+
+def hardened(limits: Limits) -> dict[str, Any]:
+    """The docker SDK `containers.run` arguments every sandbox is started with."""
+    kwargs: dict[str, Any] = {
+        "user": "agent",
+        "read_only": True,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges:true"],
+        "tmpfs": tmpfs_mounts(limits.tmp_size),
+        "shm_size": limits.shm_size,
+        "pids_limit": limits.pids_limit,
+        "mem_limit": limits.mem_limit,
+        "memswap_limit": limits.mem_limit,
+        "ports": {AGENT_PORT_SPEC: ("127.0.0.1", None)},
+    }
+    if limits.nano_cpus:
+        kwargs["nano_cpus"] = limits.nano_cpus
+    return kwargs
