@@ -1,12 +1,18 @@
-"""`boxwright` — serve MCP, build the image, inspect and clean up sandboxes, manage HTTP tokens."""
+"""`boxwright` — serve MCP, build the image, inspect and clean up sandboxes, manage HTTP tokens.
+
+Each command gets the parsed arguments and the settings; `ls` and `rm` reach sandboxes through
+`args.make_backend(settings)` (Docker, unless `main` is handed another backend, as tests do).
+"""
 
 from __future__ import annotations
 
 import argparse
 import shutil
 import sys
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -15,6 +21,11 @@ from host.config import Settings
 from host.mcp.auth import OWNER_PATTERN, TokenStore, default_token_file
 from rpc.errors import BoxwrightError
 from rpc.settings import SettingsError
+
+if TYPE_CHECKING:
+    from host.backends.base import SandboxBackend
+
+MakeBackend = Callable[[Settings], "SandboxBackend"]
 
 
 def _progress(line: str) -> None:
@@ -25,7 +36,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from host.mcp.server import TOOLSETS, serve_http, serve_stdio
     from host.services import Services
 
-    settings = Settings.load(keep_on_exit=True if args.keep_sandboxes else None, toolsets=args.toolsets)
+    settings = settings.replace(keep_on_exit=True if args.keep_sandboxes else None, toolsets=args.toolsets)
     unknown = set(settings.toolsets or ()) - set(TOOLSETS)
     if unknown:
         print(f"unknown toolset(s) {sorted(unknown)}; choose from {sorted(TOOLSETS)}", file=sys.stderr)
@@ -52,33 +63,36 @@ def cmd_image_build(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _ts(value: str | None) -> str:
-    if not value:
-        return "-"
-    return datetime.fromtimestamp(int(value), UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+def _docker_backend(settings: Settings) -> SandboxBackend:
+    from host.backends.docker_backend import DockerBackend
+
+    return DockerBackend(settings)
+
+
+def _ts(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%SZ") if moment else "-"
 
 
 def cmd_ls(args: argparse.Namespace, settings: Settings) -> int:
-    from host.backends.docker_backend import DockerBackend
     from host.sandboxes.locks import OwnershipLocks
 
-    backend = DockerBackend(settings)
+    backend = args.make_backend(settings)
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
     rows = [("SANDBOX", "OWNER", "NAME", "STATUS", "NETWORK", "MANAGED", "CREATED", "EXPIRES")]
     for info in backend.list_sandboxes(settings.namespace):
         managed = "no (orphan)" if locks.try_acquire(info.sandbox_id) else "yes"
         locks.release(info.sandbox_id, forget=False)
-        lab = info.labels
+        lab = labels.decode(info.labels)
         rows.append(
             (
                 info.sandbox_id,
-                lab.get(labels.OWNER, "?"),
-                lab.get(labels.NAME, "-"),
+                lab.owner or "?",
+                lab.name or "-",
                 info.status,
-                lab.get(labels.NETWORK, "?"),
+                lab.network or "?",
                 managed,
-                _ts(lab.get(labels.CREATED_AT)),
-                _ts(lab.get(labels.EXPIRES_AT)),
+                _ts(lab.created_at),
+                _ts(lab.expires_at),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -88,10 +102,9 @@ def cmd_ls(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_rm(args: argparse.Namespace, settings: Settings) -> int:
-    from host.backends.docker_backend import DockerBackend
     from host.sandboxes.locks import OwnershipLocks
 
-    backend = DockerBackend(settings)
+    backend = args.make_backend(settings)
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
     known = {i.sandbox_id: i for i in backend.list_sandboxes(settings.namespace)}
     targets = list(known) if args.all else args.sandbox_ids
@@ -204,8 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, make_backend: MakeBackend | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.make_backend = make_backend or _docker_backend
     try:
         settings = Settings.load(log_level=args.log_level)
     except SettingsError as exc:

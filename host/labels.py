@@ -1,4 +1,16 @@
-"""Docker labels: the durable record of which sandboxes exist (rebuilt from these after a restart)."""
+"""Docker labels: the durable record of each sandbox. The host writes them when it starts a sandbox,
+rebuilds its table from them after a restart, and `boxwright ls` shows them — all through the one
+codec here (`encode` / `decode`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from host.sandboxes.models import SandboxRecord
 
 PREFIX = "io.boxwright."
 SANDBOX = PREFIX + "sandbox"  # sandbox id; marks every Boxwright container and volume
@@ -14,3 +26,59 @@ SCHEMA_VERSION = "1"
 NETWORK = PREFIX + "network"  # the sandbox's network mode: public | none | allowlist
 ALLOW_HOSTS = PREFIX + "allow-hosts"  # with mode allowlist: the entries, comma-separated
 ROLE = PREFIX + "role"  # on helper containers that are not sandboxes (the network guard)
+
+
+@dataclass(frozen=True)
+class SandboxLabels:
+    """What a sandbox's labels say; None where a label is missing or unreadable (another version,
+    or edited by hand)."""
+
+    sandbox_id: str
+    owner: str | None
+    name: str | None
+    image: str | None
+    token: str | None = field(repr=False)
+    created_at: datetime | None
+    expires_at: datetime | None
+    network: str | None  # absent on sandboxes from before network modes
+    allow_hosts: tuple[str, ...]
+
+
+def encode(rec: SandboxRecord, namespace: str) -> dict[str, str]:
+    out = {
+        SANDBOX: rec.id,
+        NAMESPACE: namespace,
+        OWNER: rec.owner,
+        CREATED_AT: str(int(rec.created_at.timestamp())),
+        EXPIRES_AT: str(int(rec.expires_at.timestamp())),
+        TOKEN: rec.token,
+        IMAGE: rec.image,
+        SCHEMA: SCHEMA_VERSION,
+        NETWORK: rec.network,
+    }
+    if rec.name:
+        out[NAME] = rec.name
+    if rec.allow_hosts:
+        out[ALLOW_HOSTS] = ",".join(rec.allow_hosts)
+    return out
+
+
+def decode(labels: Mapping[str, str]) -> SandboxLabels:
+    return SandboxLabels(
+        sandbox_id=labels.get(SANDBOX, ""),
+        owner=labels.get(OWNER),
+        name=labels.get(NAME),
+        image=labels.get(IMAGE),
+        token=labels.get(TOKEN),
+        created_at=_moment(labels.get(CREATED_AT)),
+        expires_at=_moment(labels.get(EXPIRES_AT)),
+        network=labels.get(NETWORK),
+        allow_hosts=tuple(h for h in labels.get(ALLOW_HOSTS, "").split(",") if h),
+    )
+
+
+def _moment(epoch: str | None) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(int(epoch), UTC) if epoch else None
+    except (ValueError, OverflowError, OSError):
+        return None

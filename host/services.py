@@ -1,5 +1,5 @@
-"""The host's object graph — settings, Docker backend, image, sandbox manager — and its background
-work (TTL reaper, image pre-build). Every entry point (stdio, HTTP, CLI, tests) runs inside
+"""The host's object graph — settings, backend, image, sandbox manager — and its background work
+(TTL reaper, image pre-build). Every entry point (stdio, HTTP, CLI, tests) runs inside
 `Services.running()`, so sandboxes are reconciled on start and cleaned up on stop exactly once."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from contextlib import asynccontextmanager
 
 import anyio
 import anyio.to_thread
+import docker
 
+from host.backends.base import SandboxBackend
 from host.backends.docker_backend import DockerBackend
 from host.config import Settings
 from host.image.builder import ensure_image
@@ -23,8 +25,8 @@ log = logging.getLogger(__name__)
 class ImageProvider:
     """Builds (or checks) the sandbox image once per process; concurrent callers share the result."""
 
-    def __init__(self, backend: DockerBackend, settings: Settings, progress: Callable[[str], None]) -> None:
-        self._backend = backend
+    def __init__(self, client: docker.DockerClient, settings: Settings, progress: Callable[[str], None]) -> None:
+        self._client = client
         self._settings = settings
         self._progress = progress
         self._lock = anyio.Lock()
@@ -39,7 +41,7 @@ class ImageProvider:
     async def _ensure(self) -> str:
         try:
             return await anyio.to_thread.run_sync(
-                lambda: ensure_image(self._backend.client, self._settings, progress=self._progress)
+                lambda: ensure_image(self._client, self._settings, progress=self._progress)
             )
         except BoxwrightError:
             raise
@@ -48,12 +50,23 @@ class ImageProvider:
 
 
 class Services:
-    def __init__(self, settings: Settings, *, prebuild_image: bool = True) -> None:
+    """`backend` defaults to Docker, whose image is built on first use; a backend passed in (tests:
+    host.testing.fake_backend.FakeBackend) is used as it is, images included."""
+
+    def __init__(
+        self, settings: Settings, *, backend: SandboxBackend | None = None, prebuild_image: bool = True
+    ) -> None:
         self.settings = settings
-        self.backend = DockerBackend(settings)
-        self.image = ImageProvider(self.backend, settings, progress=lambda line: log.info("image: %s", line))
-        self.manager = SandboxManager(settings, self.backend, image_provider=self.image.ensure)
-        self._prebuild = prebuild_image
+        self.image: ImageProvider | None = None
+        if backend is None:
+            docker_backend = DockerBackend(settings)
+            self.image = ImageProvider(
+                docker_backend.client, settings, progress=lambda line: log.info("image: %s", line)
+            )
+            backend = docker_backend
+        self.backend = backend
+        self.manager = SandboxManager(settings, backend, image_provider=self.image.ensure if self.image else None)
+        self._prebuild = prebuild_image and self.image is not None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Services]:
@@ -72,6 +85,8 @@ class Services:
 
     async def _prebuild_image(self) -> None:
         """Start building at server start, so the first sandbox_create does not wait as long."""
+        if self.image is None:
+            return
         try:
             await self.image.ensure()
         except BoxwrightError as exc:

@@ -49,3 +49,7 @@ class EnvSettings(BaseSettings):
                 for err in exc.errors(include_input=False, include_url=False, include_context=False)
             ]
             raise SettingsError("; ".join(problems)) from None
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes` (None values skipped), validated like the original."""
+        return self.load(**{**self.model_dump(), **{k: v for k, v in changes.items() if v is not None}})

@@ -19,7 +19,7 @@ import docker.errors
 from docker.models.containers import Container
 
 from host import labels
-from host.backends.base import ContainerInfo, StartSpec
+from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
 from host.backends.hardening import AGENT_PORT_SPEC, CODE_RUNNER_CMD, Limits, hardened
 from host.config import Settings
 from rpc.errors import BoxwrightError, ErrorCode
@@ -73,7 +73,7 @@ def container_name(sandbox_id: str) -> str:
     return f"boxwright-{sandbox_id}"
 
 
-class DockerBackend:
+class DockerBackend(SandboxBackend):
     def __init__(self, settings: Settings, client: docker.DockerClient | None = None) -> None:
         self.settings = settings
         self.client = client or docker_client()
@@ -283,9 +283,10 @@ class DockerBackend:
         )
         return [self._info(c) for c in found]
 
-    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[str]:
+    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, str]]:
         vols = self.client.volumes.list(filters={"label": [labels.SANDBOX, f"{labels.NAMESPACE}={namespace}"]})
-        return [v.name for v in vols if (v.attrs.get("Labels") or {}).get(labels.SANDBOX) not in live_ids]
+        owners = {v.name: (v.attrs.get("Labels") or {}).get(labels.SANDBOX, "") for v in vols}
+        return [(name, sid) for name, sid in owners.items() if sid not in live_ids]
 
     def logs_tail(self, container_id: str, lines: int = 40) -> str:
         try:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import anyio
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -21,6 +21,7 @@ from host.mcp.auth import BearerAuthMiddleware, TokenStore
 from host.mcp.caller import CallerResolver
 from host.mcp.registry import ToolSpec, build_tool
 from host.mcp.tools import browser, code, files, sandbox
+from host.sandboxes.models import Caller
 from host.services import Services
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ def tool_specs(services: Services, toolsets: Sequence[str] | None = None) -> lis
     return [spec for name, make in TOOLSETS.items() if name in chosen for spec in make(services.manager)]
 
 
-def build_server(services: Services, resolver: CallerResolver) -> MCPServer:
+def build_server(services: Services, resolver: Callable[[Context], Caller]) -> MCPServer:
     tools = [build_tool(spec, resolver) for spec in tool_specs(services, services.settings.toolsets)]
     return MCPServer("boxwright", title="Boxwright", version=__version__, instructions=INSTRUCTIONS, tools=tools)
 

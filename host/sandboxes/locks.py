@@ -39,6 +39,3 @@ class OwnershipLocks:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.dir / f"{sandbox_id}.lock")
         os.close(fd)
-
-    def held(self) -> set[str]:
-        return set(self._held)

@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
 from host.agent_client import AgentEndpoint
+
+if TYPE_CHECKING:
+    from host.backends.base import ContainerInfo
 
 TrustLevel = Literal["local", "remote"]
 
@@ -43,10 +46,15 @@ class SandboxRecord:
     status: SandboxStatus = SandboxStatus.STARTING
     container_id: str | None = None
     endpoint: AgentEndpoint | None = None
-    adopted: bool = False
     network: str = "public"  # NetworkMode
     allow_hosts: list[str] = field(default_factory=list)
     last_used: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def attach(self, info: ContainerInfo) -> None:
+        """Bind the record to its container (and, once the port is published, the agent's endpoint)."""
+        self.container_id = info.container_id
+        if info.agent_url:
+            self.endpoint = AgentEndpoint(info.agent_url, self.token)
 
     def view(self, *, is_default: bool = False) -> SandboxView:
         return SandboxView(

@@ -1,0 +1,30 @@
+"""How many sandboxes a server and an owner may have, and how long one may live."""
+
+from __future__ import annotations
+
+from host.config import Settings
+from host.sandboxes.models import Caller
+from host.sandboxes.registry import SandboxRegistry
+from rpc.errors import BoxwrightError, ErrorCode
+
+
+def check_capacity(settings: Settings, registry: SandboxRegistry, caller: Caller) -> None:
+    """SANDBOX_LIMIT_REACHED when the server, or this caller, has no room for one more sandbox."""
+    if len(registry) >= settings.max_sandboxes:
+        raise BoxwrightError(
+            ErrorCode.SANDBOX_LIMIT_REACHED,
+            f"this server runs its maximum of {settings.max_sandboxes} sandboxes",
+            details={"limit": settings.max_sandboxes, "scope": "server"},
+        )
+    mine = len(registry.owned_by(caller))
+    if mine >= settings.max_sandboxes_per_owner:
+        raise BoxwrightError(
+            ErrorCode.SANDBOX_LIMIT_REACHED,
+            f"you already have {mine} sandboxes (limit {settings.max_sandboxes_per_owner})",
+            details={"limit": settings.max_sandboxes_per_owner, "scope": "owner"},
+        )
+
+
+def ttl_seconds(settings: Settings, requested: int | None) -> int:
+    """The TTL a new sandbox gets: the one asked for (or the default), capped by the server's maximum."""
+    return min(requested or settings.default_ttl, settings.max_ttl)

@@ -1,0 +1,113 @@
+"""After a restart, and on every reaper sweep: find what no live server manages in this namespace
+(by labels and ownership locks) and adopt it when it is healthy, or remove it — so nothing leaks,
+not even a workspace volume or a network guard whose sandbox is gone."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+import anyio.to_thread
+
+from host import labels
+from host.backends.base import ContainerInfo, SandboxBackend
+from host.config import Settings
+from host.sandboxes.models import SandboxRecord, SandboxStatus
+from host.sandboxes.network import apply_network_policy
+from host.sandboxes.readiness import Readiness, status_of
+from host.sandboxes.registry import SandboxRegistry
+from rpc.deadline import Deadline
+from rpc.errors import BoxwrightError
+
+log = logging.getLogger(__name__)
+
+ADOPT_TIMEOUT_S = 10.0
+EPOCH = datetime.fromtimestamp(0, UTC)
+Remove = Callable[[SandboxRecord, str], Awaitable[None]]  # (record, reason): container and volume, no tombstone
+
+
+class Reconciler:
+    def __init__(
+        self,
+        settings: Settings,
+        backend: SandboxBackend,
+        registry: SandboxRegistry,
+        readiness: Readiness,
+        remove: Remove,
+    ) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.registry = registry
+        self.readiness = readiness
+        self.remove = remove
+
+    async def reconcile(self) -> None:
+        """Adopt or remove sandboxes of this namespace that no live server manages."""
+        infos = await anyio.to_thread.run_sync(self.backend.list_sandboxes, self.settings.namespace)
+        seen: set[str] = set()
+        for info in infos:
+            seen.add(info.sandbox_id)
+            rec = self.registry.record(info.sandbox_id)
+            if rec is not None:
+                if rec.status is not SandboxStatus.STARTING:
+                    rec.status = status_of(info)
+                continue
+            if self.registry.claim(info.sandbox_id):  # else: another live server manages it
+                await self._adopt_or_remove(info)
+        for rec in self.registry:
+            if rec.id not in seen and rec.status is not SandboxStatus.STARTING:
+                log.warning("sandbox %s disappeared (removed outside Boxwright)", rec.id)
+                self.registry.forget(rec)
+        await self._remove_orphan_volumes(seen | {rec.id for rec in self.registry})
+        await anyio.to_thread.run_sync(self.backend.remove_leftover_guards)
+
+    def record_of(self, info: ContainerInfo) -> SandboxRecord:
+        """The record a container's labels describe."""
+        lab = labels.decode(info.labels)
+        rec = SandboxRecord(
+            id=info.sandbox_id,
+            owner=lab.owner or "?",
+            name=lab.name,
+            image=lab.image or "",
+            created_at=lab.created_at or EPOCH,
+            expires_at=lab.expires_at or EPOCH,
+            token=lab.token or "",
+            # Sandboxes from before network modes carry no label: they get the server's default.
+            network=lab.network or self.settings.network,
+            allow_hosts=list(lab.allow_hosts),
+        )
+        rec.attach(info)
+        return rec
+
+    async def _adopt_or_remove(self, info: ContainerInfo) -> None:
+        rec = self.record_of(info)
+        reason = ""
+        if info.status != "running":
+            reason = f"container {info.status}"
+        elif datetime.now(UTC) >= rec.expires_at:
+            reason = "TTL expired"
+        elif not rec.token or rec.endpoint is None:
+            reason = "incomplete labels"
+        else:
+            self.registry.add(rec)
+            try:
+                # Loaded again: the server that made it may have died before its policy was in place.
+                await apply_network_policy(self.backend, rec)
+                await self.readiness.ensure_runner(rec, Deadline.after(ADOPT_TIMEOUT_S))
+            except BoxwrightError as exc:
+                reason = f"unhealthy ({exc.code.value})"
+        if reason:
+            log.info("removing orphan sandbox %s: %s", rec.id, reason)
+            await self.remove(rec, reason)
+            return
+        rec.status = SandboxStatus.RUNNING
+        log.info("adopted sandbox %s of owner %s (expires %s)", rec.id, rec.owner, rec.expires_at.isoformat())
+
+    async def _remove_orphan_volumes(self, live: set[str]) -> None:
+        orphans = await anyio.to_thread.run_sync(self.backend.list_orphan_volumes, self.settings.namespace, live)
+        for vol, sid in orphans:
+            if self.registry.claim(sid):
+                log.info("removing orphan workspace volume %s", vol)
+                await anyio.to_thread.run_sync(self.backend.remove_volume, vol)
+                self.registry.unclaim(sid)

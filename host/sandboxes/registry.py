@@ -1,0 +1,109 @@
+"""The sandboxes this server manages: each one's ownership lock (so no other server touches it) and
+record, who owns which, each session's default, and the recently destroyed ids (so a stale id is
+answered "destroyed" rather than "unknown").
+
+Owner isolation lives here: another owner's sandbox is reported exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+
+from host.sandboxes.locks import OwnershipLocks
+from host.sandboxes.models import Caller, SandboxRecord
+from rpc.errors import BoxwrightError, ErrorCode
+
+TOMBSTONES = 256
+
+
+class SandboxRegistry:
+    def __init__(self, locks: OwnershipLocks) -> None:
+        self.locks = locks
+        self._records: dict[str, SandboxRecord] = {}
+        self._defaults: dict[tuple[str, str], str] = {}  # (owner, session) -> sandbox id
+        self._destroyed: OrderedDict[str, str] = OrderedDict()  # sandbox id -> owner
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[SandboxRecord]:
+        return iter(list(self._records.values()))
+
+    def record(self, sandbox_id: str) -> SandboxRecord | None:
+        """Any owner's record (for the server's own housekeeping, never for a caller)."""
+        return self._records.get(sandbox_id)
+
+    def claim(self, sandbox_id: str) -> bool:
+        """Take the sandbox's ownership lock; False when a live server (maybe another) holds it."""
+        return sandbox_id in self._records or self.locks.try_acquire(sandbox_id)
+
+    def unclaim(self, sandbox_id: str) -> None:
+        """Give back a lock taken without adding a record (e.g. to remove an orphan volume)."""
+        if sandbox_id not in self._records:
+            self.locks.release(sandbox_id)
+
+    def add(self, rec: SandboxRecord) -> None:
+        """Manage `rec` (its lock is claimed)."""
+        self._records[rec.id] = rec
+
+    def hand_over(self) -> None:
+        """Stop managing everything but leave the sandboxes be: the next server adopts them."""
+        for sid in list(self._records):
+            self.locks.release(sid, forget=False)
+        self._records.clear()
+
+    def make_default(self, caller: Caller, sandbox_id: str) -> None:
+        self._defaults[(caller.owner, caller.session)] = sandbox_id
+
+    def forget(self, rec: SandboxRecord, *, tombstone: bool = True) -> None:
+        """The sandbox is gone: drop its record and its lock."""
+        self._records.pop(rec.id, None)
+        self.locks.release(rec.id)
+        for key in [k for k, v in self._defaults.items() if v == rec.id]:
+            del self._defaults[key]
+        if tombstone:
+            self._destroyed[rec.id] = rec.owner
+            while len(self._destroyed) > TOMBSTONES:
+                self._destroyed.popitem(last=False)
+
+    # -- as a caller sees them ---------------------------------------------------------------
+    def owned_by(self, caller: Caller) -> list[SandboxRecord]:
+        mine = (r for r in self._records.values() if r.owner == caller.owner)
+        return sorted(mine, key=lambda r: (r.created_at, r.id))
+
+    def default_id(self, caller: Caller) -> str | None:
+        sid = self._defaults.get((caller.owner, caller.session))
+        return sid if sid in self._records else None
+
+    def get(self, caller: Caller, sandbox_id: str) -> SandboxRecord:
+        rec = self._records.get(sandbox_id)
+        if rec is not None and rec.owner == caller.owner:
+            return rec
+        if self._destroyed.get(sandbox_id) == caller.owner:
+            raise BoxwrightError(
+                ErrorCode.SANDBOX_NOT_FOUND,
+                f"sandbox {sandbox_id} was destroyed",
+                hint="call sandbox_create to make a new sandbox",
+                details={"sandboxId": sandbox_id, "reason": "destroyed"},
+            )
+        # Another owner's sandbox is reported exactly like a missing one: existence is not leaked.
+        raise BoxwrightError(ErrorCode.SANDBOX_NOT_FOUND, f"no sandbox {sandbox_id}", details={"sandboxId": sandbox_id})
+
+    def resolve(self, caller: Caller, sandbox_id: str | None) -> SandboxRecord:
+        """An explicit id, else the session's default sandbox, else the owner's only sandbox."""
+        if sandbox_id:
+            return self.get(caller, sandbox_id)
+        default = self.default_id(caller)
+        if default:
+            return self._records[default]
+        mine = self.owned_by(caller)
+        if len(mine) == 1:
+            return mine[0]
+        if not mine:
+            raise BoxwrightError(ErrorCode.NO_DEFAULT_SANDBOX, "no sandbox yet: this call needs one")
+        raise BoxwrightError(
+            ErrorCode.AMBIGUOUS_SANDBOX,
+            f"you have {len(mine)} sandboxes and no default one",
+            details={"sandboxIds": [r.id for r in mine]},
+        )
