@@ -1,4 +1,11 @@
-"""Tools that forward one RPC method to a sandbox: input = the method's params + sandboxId."""
+"""Tools that forward one RPC method to a sandbox: input = the method's params + sandboxId, output =
+its result, name = the method's name with `_` for `.` (browser.goto → browser_goto).
+
+This is the seam a new sandbox feature plugs into: add its Method to rpc/methods.py, register its
+handler in the agent, and list one `forward_tool(...)` in a host/mcp/tools module.
+"""
+
+from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
@@ -9,9 +16,13 @@ from pydantic import BaseModel, Field, create_model
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.sandboxes.manager import SandboxManager
 from rpc.deadline import LADDER
-from rpc.methods import Method
+from rpc.methods import Method, P, R
 
 SANDBOX_ID_DOC = "Sandbox to act on. Optional when you have one sandbox or created one in this session (the default)."
+
+
+def tool_name(method: Method[Any, Any]) -> str:
+    return method.name.replace(".", "_")
 
 
 def with_sandbox_id(params: type[BaseModel], tool_name: str) -> type[BaseModel]:
@@ -26,19 +37,21 @@ def with_sandbox_id(params: type[BaseModel], tool_name: str) -> type[BaseModel]:
 
 def forward_tool(
     manager: SandboxManager,
-    name: str,
-    method: Method[Any, Any],
+    method: Method[P, R],
     *,
     description: str,
-    summary: Callable[[Any, Any], str],
+    summary: Callable[[P, R], str],
     annotations: ToolAnnotations,
     title: str | None = None,
+    name: str | None = None,
     guard: Callable[[Invocation[Any]], None] | None = None,
-    present: Callable[[Any], ToolOutput] | None = None,
+    present: Callable[[ToolOutput], ToolOutput] | None = None,
     output: type[BaseModel] | None = None,
 ) -> ToolSpec[Any]:
-    """`guard` may refuse a call before it reaches the sandbox; `present` (with its `output` model)
-    reshapes the RPC result for MCP, e.g. to move image bytes into image content."""
+    """`summary` says in a few words what the call did (typed against the method's models); `guard`
+    may refuse a call before it reaches the sandbox; `present` (with its `output` model) reshapes the
+    RPC result for MCP, e.g. to move image bytes into image content."""
+    name = name or tool_name(method)
     input_model = with_sandbox_id(method.params, name)
 
     async def handler(inv: Invocation[Any]) -> ToolOutput:

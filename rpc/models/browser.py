@@ -134,12 +134,17 @@ class ScreenshotParams(TabParams):
 MAX_FULL_PAGE_HEIGHT = 8000
 
 
-class ScreenshotResult(TabResult):
+class ScreenshotInfo(TabResult):
+    """What is known of a screenshot besides its pixels (the MCP tool's structured result)."""
+
     mimeType: Literal["image/png"] = "image/png"
     width: int
     height: int
-    sizeBytes: int
+    sizeBytes: int = Field(description="Size of the PNG in bytes")
     truncated: bool = Field(False, description=f"fullPage was cut at {MAX_FULL_PAGE_HEIGHT} px of height")
+
+
+class ScreenshotResult(ScreenshotInfo):
     data: str = Field(description="Base64 PNG", repr=False)
 
 

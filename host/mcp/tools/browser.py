@@ -1,10 +1,12 @@
 """Browser tools: one Chromium per sandbox, sessions (isolated contexts), tabs, and element refs."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from mcp.types import ToolAnnotations
-from pydantic import Field
 
 from host.mcp.forward import forward_tool
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
@@ -12,27 +14,20 @@ from host.mcp.results import image
 from host.sandboxes.manager import SandboxManager
 from rpc import methods
 from rpc.errors import BoxwrightError, ErrorCode
+from rpc.methods import Method, P, R
 from rpc.models import browser as b
 
 
-class ScreenshotInfo(b.TabResult):
-    """What browser_screenshot returns as structured data; the PNG itself is MCP image content."""
-
-    mimeType: str = "image/png"
-    width: int
-    height: int
-    sizeBytes: int = Field(description="Size of the PNG in bytes")
-    truncated: bool = Field(False, description="A full-page shot was cut at its maximum height")
-
-
 def _screenshot_present(out: ToolOutput) -> ToolOutput:
-    shot: b.ScreenshotResult = out.result  # type: ignore[assignment]
-    info = ScreenshotInfo(**shot.model_dump(exclude={"data"}))
+    """The PNG goes out as MCP image content; the structured result is the rest (ScreenshotInfo)."""
+    shot = out.result
+    assert isinstance(shot, b.ScreenshotResult)
+    info = b.ScreenshotInfo.model_validate(shot.model_dump(exclude={"data"}))
     return replace(out, result=info, extra=[image(shot.data, shot.mimeType)])
 
 
 def _local_only(inv: Invocation[Any]) -> None:
-    # Seed 000 §9: remote connections may not run arbitrary page scripts.
+    """Remote callers may not run arbitrary scripts in a page: it could act as the logged-in user."""
     if inv.caller.trust != "local":
         raise BoxwrightError(
             ErrorCode.TRUST_LEVEL_NOT_ALLOWED,
@@ -41,14 +36,15 @@ def _local_only(inv: Invocation[Any]) -> None:
         )
 
 
-def _page(r: Any) -> str:
+def _page(r: b.TabResult) -> str:
     return f"{r.url} ({r.title})" if r.title else r.url
 
 
-def _action(verb: str):
-    def summary(p: Any, r: b.ActionResult) -> str:
+def _action(verb: str) -> Callable[[b.ElementParams | b.PressKeyParams, b.ActionResult], str]:
+    def summary(p: b.ElementParams | b.PressKeyParams, r: b.ActionResult) -> str:
+        target = p.selector or (p.key if isinstance(p, b.PressKeyParams) else "")
         nav = "; navigated, refs from before are stale" if r.navigated else ""
-        return f"{verb} {getattr(p, 'selector', '') or getattr(p, 'key', '')} on {r.tabId}{nav}"
+        return f"{verb} {target} on {r.tabId}{nav}"
 
     return summary
 
@@ -57,15 +53,18 @@ READ = ToolAnnotations(read_only_hint=True, open_world_hint=True)
 ACT = ToolAnnotations(destructive_hint=False, open_world_hint=True)
 
 
-def tools(manager: SandboxManager) -> list[ToolSpec]:
-    def fwd(name: str, method: Any, description: str, summary: Any, annotations: ToolAnnotations, **kw: Any):
-        return forward_tool(
-            manager, name, method, description=description, summary=summary, annotations=annotations, **kw
-        )
+def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
+    def fwd(
+        method: Method[P, R],
+        description: str,
+        summary: Callable[[P, R], str],
+        annotations: ToolAnnotations,
+        **kw: Any,
+    ) -> ToolSpec[Any]:
+        return forward_tool(manager, method, description=description, summary=summary, annotations=annotations, **kw)
 
     return [
         fwd(
-            "browser_goto",
             methods.BROWSER_GOTO,
             "Open a URL in the sandbox's browser (active tab, or tabId). Returns the final url, title and HTTP "
             "status. Refs from earlier snapshots of that tab become stale.",
@@ -73,7 +72,6 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
             ACT,
         ),
         fwd(
-            "browser_snapshot",
             methods.BROWSER_SNAPSHOT,
             "Read the page: visible text plus interactive elements, one per line like "
             '`[ref_12] button "Sign in"`. Pass a ref as `selector` to click/type/hover/select. '
@@ -82,14 +80,12 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
             READ,
         ),
         fwd(
-            "browser_click",
             methods.BROWSER_CLICK,
             "Click an element by ref (from browser_snapshot) or CSS selector.",
             _action("clicked"),
             ACT,
         ),
         fwd(
-            "browser_type",
             methods.BROWSER_TYPE,
             "Type text into an input by ref or CSS selector; clear=true replaces its content, submit=true "
             "presses Enter afterwards.",
@@ -97,51 +93,44 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
             ACT,
         ),
         fwd(
-            "browser_press_key",
             methods.BROWSER_PRESS_KEY,
             "Press a key or chord (e.g. 'Enter', 'Escape', 'Control+A'), optionally on a focused element.",
             _action("pressed"),
             ACT,
         ),
         fwd(
-            "browser_hover",
             methods.BROWSER_HOVER,
             "Move the mouse over an element (menus, tooltips).",
             _action("hovered"),
             ACT,
         ),
         fwd(
-            "browser_select_option",
             methods.BROWSER_SELECT_OPTION,
             "Choose options of a <select> by value or label.",
             lambda p, r: f"selected {r.selected} on {r.tabId}",
             ACT,
         ),
         fwd(
-            "browser_scroll",
             methods.BROWSER_SCROLL,
             "Scroll the page (direction/amount, default one screen down) or scroll an element into view.",
             lambda p, r: f"at {r.scrollX},{r.scrollY}" + (" (bottom)" if r.atBottom else ""),
             ACT,
         ),
         fwd(
-            "browser_screenshot",
             methods.BROWSER_SCREENSHOT,
             "Take a PNG screenshot of the viewport, the full page or one element; returned as image content.",
             lambda p, r: f"{r.width}x{r.height} PNG of {_page(r)}",
             READ,
             present=_screenshot_present,
-            output=ScreenshotInfo,
+            output=b.ScreenshotInfo,
         ),
         fwd(
-            "browser_wait_for_stable",
             methods.BROWSER_WAIT_FOR_STABLE,
             "Wait until the page is quiet (no DOM changes and no pending requests for quietMs), up to timeoutMs.",
             lambda p, r: ("stable" if r.stable else "not stable") + f" after {r.elapsedMs} ms on {r.tabId}",
             READ,
         ),
         fwd(
-            "browser_page_info",
             methods.BROWSER_PAGE_INFO,
             "Semantic overview of the page: type (login, search, form, article, listing…), summary, "
             "interactive elements with refs, landmark regions and what the page invites you to do.",
@@ -149,21 +138,18 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
             READ,
         ),
         fwd(
-            "browser_page_content",
             methods.BROWSER_PAGE_CONTENT,
             "The page's main text as sections split at headings, capped at maxLength.",
             lambda p, r: f"{_page(r)}, {len(r.sections)} sections" + (" (truncated)" if r.truncated else ""),
             READ,
         ),
         fwd(
-            "browser_tabs",
             methods.BROWSER_TABS,
             "List, open (new), close or select tabs. Other tools act on the active tab unless given a tabId.",
             lambda p, r: f"{p.action}: {len(r.tabs)} tabs, active {r.activeTabId}",
             ACT,
         ),
         fwd(
-            "browser_sessions",
             methods.BROWSER_SESSIONS,
             "List, create or close browser sessions: isolated contexts with their own cookies and storage "
             "(e.g. two logins side by side). Tools use the default session unless given a sessionId.",
@@ -171,28 +157,24 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
             ACT,
         ),
         fwd(
-            "browser_back",
             methods.BROWSER_BACK,
             "Go back in the tab's history.",
             lambda p, r: _page(r) if r.navigated else "no earlier page",
             ACT,
         ),
         fwd(
-            "browser_forward",
             methods.BROWSER_FORWARD,
             "Go forward in the tab's history.",
             lambda p, r: _page(r) if r.navigated else "no later page",
             ACT,
         ),
         fwd(
-            "browser_handle_dialog",
             methods.BROWSER_HANDLE_DIALOG,
             "Accept or dismiss the JavaScript dialog (alert/confirm/prompt) open on a tab.",
             lambda p, r: f"{'accepted' if p.accept else 'dismissed'} {r.handled.type} on {r.tabId}",
             ACT,
         ),
         fwd(
-            "browser_evaluate",
             methods.BROWSER_EVALUATE,
             "Run JavaScript in the page and return its JSON result. Local (stdio) callers only.",
             lambda p, r: f"{r.type} result on {r.tabId}",
@@ -200,7 +182,6 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
             guard=_local_only,
         ),
         fwd(
-            "browser_console",
             methods.BROWSER_CONSOLE,
             "Recent console messages and failed network requests of a tab.",
             lambda p, r: f"{len(r.messages)} messages, {len(r.failedRequests)} failed requests on {r.tabId}",

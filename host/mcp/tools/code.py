@@ -1,12 +1,14 @@
 """code_run and the background process tools."""
 
+from typing import Any
+
 from mcp.types import ToolAnnotations
 
 from host.mcp.forward import forward_tool
 from host.mcp.registry import ToolSpec
 from host.sandboxes.manager import SandboxManager
 from rpc import methods
-from rpc.models.code import CodeRunParams, CodeRunResult, ProcessOutputResult
+from rpc.models.code import CodeRunParams, CodeRunResult, ProcessOutputParams, ProcessOutputResult
 
 
 def _code_summary(p: CodeRunParams, r: CodeRunResult) -> str:
@@ -18,16 +20,15 @@ def _code_summary(p: CodeRunParams, r: CodeRunResult) -> str:
     return f"exit {r.exitCode} in {r.durationMs} ms{tail}"
 
 
-def _output_summary(_: object, r: ProcessOutputResult) -> str:
+def _output_summary(_: ProcessOutputParams, r: ProcessOutputResult) -> str:
     state = "running" if r.running else f"exited {r.exitCode}"
     return f"{r.processId} {state}, {r.nextOffset - r.offset} bytes from offset {r.offset}"
 
 
-def tools(manager: SandboxManager) -> list[ToolSpec]:
+def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
     return [
         forward_tool(
             manager,
-            "code_run",
             methods.CODE_RUN,
             title="Run code in the sandbox",
             description=(
@@ -42,7 +43,6 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
         ),
         forward_tool(
             manager,
-            "process_list",
             methods.PROCESS_LIST,
             title="List background processes",
             description="List the background processes started with code_run background=true, running or ended.",
@@ -51,7 +51,6 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
         ),
         forward_tool(
             manager,
-            "process_output",
             methods.PROCESS_OUTPUT,
             title="Read a background process's output",
             description=(
@@ -63,7 +62,6 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
         ),
         forward_tool(
             manager,
-            "process_kill",
             methods.PROCESS_KILL,
             title="Stop a background process",
             description="Send a signal (TERM by default) to a background process's whole process group.",

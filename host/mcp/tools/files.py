@@ -1,24 +1,25 @@
 """Workspace file tools."""
 
+from typing import Any
+
 from mcp.types import ToolAnnotations
 
 from host.mcp.forward import forward_tool
 from host.mcp.registry import ToolSpec
 from host.sandboxes.manager import SandboxManager
 from rpc import methods
-from rpc.models.files import FileReadResult
+from rpc.models.files import FileReadParams, FileReadResult
 
 
-def _read_summary(_: object, r: FileReadResult) -> str:
+def _read_summary(_: FileReadParams, r: FileReadResult) -> str:
     part = "" if r.offset == 0 and r.eof else f", bytes {r.offset}-{r.offset + r.length} of {r.size}"
     return f"{r.path} ({r.size} bytes, {r.encoding}{part})"
 
 
-def tools(manager: SandboxManager) -> list[ToolSpec]:
+def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
     return [
         forward_tool(
             manager,
-            "file_read",
             methods.FILE_READ,
             title="Read a workspace file",
             description=(
@@ -30,7 +31,6 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
         ),
         forward_tool(
             manager,
-            "file_write",
             methods.FILE_WRITE,
             title="Write a workspace file",
             description=(
@@ -43,7 +43,6 @@ def tools(manager: SandboxManager) -> list[ToolSpec]:
         ),
         forward_tool(
             manager,
-            "file_list",
             methods.FILE_LIST,
             title="List workspace files",
             description=(

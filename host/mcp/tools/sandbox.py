@@ -1,6 +1,7 @@
 """Sandbox lifecycle tools, served by the host itself (no RPC)."""
 
 import time
+from typing import Any
 
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -69,7 +70,7 @@ class SandboxListResult(BaseModel):
     defaultSandboxId: str | None = Field(None, description="Used when a tool call omits sandboxId")
 
 
-def tools(manager: SandboxManager) -> list[ToolSpec]:
+def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
     startup_s = manager.settings.startup_timeout
 
     async def create(inv: Invocation[SandboxCreateArgs]) -> ToolOutput:
