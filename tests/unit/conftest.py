@@ -1,5 +1,6 @@
-"""Fixtures for the in-container agent's unit tests: temp workspaces, an in-process runner daemon
-on a temp Unix socket, and an aiohttp test client for the agent. No Docker needed."""
+"""Fixtures for the unit tests, none of which needs Docker: for the in-container agent, temp
+workspaces, an in-process runner daemon on a temp Unix socket and an aiohttp test client; for the
+host, a FakeBackend (real agents in this process) under real settings, manager and services."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ if str(ROOT) not in sys.path:  # the repository is not installed into the venv
 from aiohttp import web  # noqa: E402
 from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 
+from host.config import Settings  # noqa: E402
+from host.sandboxes.manager import SandboxManager  # noqa: E402
+from host.services import Services  # noqa: E402
+from host.testing.fake_backend import FakeBackend  # noqa: E402
 from sandbox_image.agent import create_agent_app  # noqa: E402
 from sandbox_image.code.daemon import start_runner  # noqa: E402
 from sandbox_image.config import SandboxSettings  # noqa: E402
@@ -136,3 +141,33 @@ def _live_processes_matching(marker: str) -> list[int]:
 def find_processes() -> Callable[[str], list[int]]:
     """`find_processes(marker)`: live pids whose command line contains marker (checks nothing was left)."""
     return _live_processes_matching
+
+
+# ---------------------------------------------------------------- the host, over a FakeBackend
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeBackend]:
+    with FakeBackend() as backend:
+        yield backend
+
+
+@pytest.fixture
+def host_settings(tmp_path: Path) -> Settings:
+    return Settings(state_dir=tmp_path / "state", namespace="unit", image="boxwright-sandbox:unit")
+
+
+@pytest.fixture
+async def sandbox_manager(host_settings: Settings, fake: FakeBackend) -> AsyncIterator[SandboxManager]:
+    """A started manager; whatever the test leaves is destroyed at the end."""
+    mgr = SandboxManager(host_settings, fake)
+    await mgr.start()
+    yield mgr
+    await mgr.close()
+
+
+@pytest.fixture
+def services(host_settings: Settings, fake: FakeBackend) -> Services:
+    """Not started: a test enters `services.running()` itself (anyio task groups must be entered and
+    left by the same task, which an async fixture does not guarantee)."""
+    return Services(host_settings, backend=fake)

@@ -1,0 +1,207 @@
+"""SandboxManager over a FakeBackend (the real agent and code runner in this process, no Docker):
+create, call, owner isolation and defaults, limits, TTLs, what a failed or vanished sandbox becomes,
+and adoption after a restart."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from host import labels
+from host.config import Settings
+from host.sandboxes.manager import SandboxManager
+from host.sandboxes.models import Caller, SandboxStatus
+from host.testing.fake_backend import FakeBackend
+from rpc import methods
+from rpc.deadline import Deadline
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.code import CodeRunParams
+from rpc.models.network import NetworkPolicy
+from rpc.models.sandbox import SandboxInfoParams
+
+ALICE = Caller(owner="alice", session="s1")
+ALICE_OTHER_SESSION = Caller(owner="alice", session="s2")
+BOB = Caller(owner="bob", session="s1")
+PRINT_42 = CodeRunParams(language="python", code="print(6 * 7)")
+
+
+async def run(m: SandboxManager, caller: Caller, sandbox_id: str | None = None, params: CodeRunParams = PRINT_42):
+    return (await m.call(caller, sandbox_id, methods.CODE_RUN, params, Deadline.after(20)))[1]
+
+
+def error_of(exc_info: pytest.ExceptionInfo[BoxwrightError]) -> ErrorCode:
+    assert exc_info.value.hint
+    return exc_info.value.code
+
+
+async def test_create_then_call_the_real_agent(sandbox_manager: SandboxManager, fake: FakeBackend) -> None:
+    rec = await sandbox_manager.create(ALICE, name="first", network=NetworkPolicy(mode="none"))
+    assert rec.status is SandboxStatus.RUNNING and rec.endpoint is not None
+    assert (await run(sandbox_manager, ALICE)).stdout == "42\n"
+    info = (await sandbox_manager.call(ALICE, rec.id, methods.SANDBOX_INFO, SandboxInfoParams(), Deadline.after(5)))[1]
+    assert info.codeRunnerReady
+    assert fake.policies[rec.id].mode == "none"
+    decoded = labels.decode(fake.container(rec.id).labels)
+    assert (decoded.owner, decoded.name, decoded.network, decoded.token) == ("alice", "first", "none", rec.token)
+    assert decoded.expires_at == rec.expires_at
+
+
+async def test_no_sandbox_says_to_create_one(sandbox_manager: SandboxManager) -> None:
+    with pytest.raises(BoxwrightError) as info:
+        await run(sandbox_manager, ALICE)
+    assert error_of(info) is ErrorCode.NO_DEFAULT_SANDBOX
+
+
+async def test_defaults_belong_to_the_session_that_created_them(sandbox_manager: SandboxManager) -> None:
+    first = await sandbox_manager.create(ALICE)
+    assert sandbox_manager.resolve(ALICE_OTHER_SESSION, None).id == first.id  # the owner's only sandbox
+    second = await sandbox_manager.create(ALICE)
+    assert sandbox_manager.resolve(ALICE, None).id == second.id  # the session's default
+    with pytest.raises(BoxwrightError) as info:
+        sandbox_manager.resolve(ALICE_OTHER_SESSION, None)
+    assert error_of(info) is ErrorCode.AMBIGUOUS_SANDBOX
+    assert set(info.value.details["sandboxIds"]) == {first.id, second.id}
+
+
+async def test_another_owners_sandbox_looks_missing(sandbox_manager: SandboxManager) -> None:
+    rec = await sandbox_manager.create(ALICE)
+    for sandbox_id, code in ((rec.id, ErrorCode.SANDBOX_NOT_FOUND), (None, ErrorCode.NO_DEFAULT_SANDBOX)):
+        with pytest.raises(BoxwrightError) as info:
+            await run(sandbox_manager, BOB, sandbox_id)
+        assert error_of(info) is code
+    assert sandbox_manager.list(BOB) == []
+    with pytest.raises(BoxwrightError):
+        await sandbox_manager.destroy(BOB, rec.id)
+    assert (await run(sandbox_manager, ALICE)).exitCode == 0
+
+
+async def test_a_destroyed_sandbox_is_named_as_destroyed_to_its_owner_only(
+    sandbox_manager: SandboxManager, fake: FakeBackend
+) -> None:
+    rec = await sandbox_manager.create(ALICE)
+    await sandbox_manager.destroy(ALICE, rec.id)
+    assert fake.list_sandboxes("unit") == [] and fake.volumes == {}
+    with pytest.raises(BoxwrightError) as info:
+        await run(sandbox_manager, ALICE, rec.id)
+    assert error_of(info) is ErrorCode.SANDBOX_NOT_FOUND and info.value.details["reason"] == "destroyed"
+    with pytest.raises(BoxwrightError) as info:
+        await run(sandbox_manager, BOB, rec.id)
+    assert "reason" not in info.value.details
+
+
+async def test_limits_per_owner_and_per_server(host_settings: Settings, fake: FakeBackend) -> None:
+    settings = host_settings.replace(max_sandboxes=3, max_sandboxes_per_owner=2)
+    m = SandboxManager(settings, fake)
+    await m.start()
+    try:
+        await m.create(ALICE)
+        await m.create(ALICE)
+        with pytest.raises(BoxwrightError) as info:
+            await m.create(ALICE)
+        assert error_of(info) is ErrorCode.SANDBOX_LIMIT_REACHED and info.value.details["scope"] == "owner"
+        await m.create(BOB)
+        with pytest.raises(BoxwrightError) as info:
+            await m.create(BOB)
+        assert info.value.details["scope"] == "server"
+    finally:
+        await m.close()
+    assert fake.list_sandboxes("unit") == []  # a graceful stop destroys what the manager made
+
+
+async def test_ttl_is_capped_and_expires(sandbox_manager: SandboxManager, fake: FakeBackend) -> None:
+    rec = await sandbox_manager.create(ALICE, ttl_s=10**9)
+    assert rec.expires_at - rec.created_at == timedelta(seconds=sandbox_manager.settings.max_ttl)
+    rec.expires_at = datetime.now(UTC) - timedelta(seconds=1)
+    await sandbox_manager.reap()
+    assert sandbox_manager.list(ALICE) == [] and fake.list_sandboxes("unit") == []
+
+
+async def test_a_missing_image_fails_the_create_and_leaves_nothing(host_settings: Settings, tmp_path) -> None:
+    with FakeBackend(images=set()) as fake:
+        m = SandboxManager(host_settings, fake)
+        await m.start()
+        with pytest.raises(BoxwrightError) as info:
+            await m.create(ALICE)
+        assert error_of(info) is ErrorCode.IMAGE_NOT_FOUND
+        assert m.list(ALICE) == [] and fake.volumes == {}
+        await m.close()
+
+
+async def test_a_stopped_sandbox_is_not_running(sandbox_manager: SandboxManager, fake: FakeBackend) -> None:
+    rec = await sandbox_manager.create(ALICE)
+    fake.stop(rec.id)
+    with pytest.raises(BoxwrightError) as info:
+        await run(sandbox_manager, ALICE)
+    assert error_of(info) is ErrorCode.SANDBOX_NOT_RUNNING
+    assert info.value.details["containerStatus"] == "exited" and info.value.details["sandboxId"] == rec.id
+    assert info.value.__cause__ is not None  # raised from the transport's error, not rewritten
+    assert rec.status is SandboxStatus.EXITED
+
+
+async def test_a_sandbox_removed_behind_our_back_is_gone(sandbox_manager: SandboxManager, fake: FakeBackend) -> None:
+    rec = await sandbox_manager.create(ALICE)
+    fake.vanish(rec.id)
+    with pytest.raises(BoxwrightError) as info:
+        await run(sandbox_manager, ALICE)
+    assert error_of(info) is ErrorCode.SANDBOX_NOT_FOUND and "removed outside" in info.value.hint
+    assert sandbox_manager.list(ALICE) == []
+
+
+async def test_a_frozen_sandbox_is_an_rpc_timeout(sandbox_manager: SandboxManager, fake: FakeBackend) -> None:
+    rec = await sandbox_manager.create(ALICE)
+    fake.pause(rec.id)
+    try:
+        with pytest.raises(BoxwrightError) as info:
+            await sandbox_manager.call(ALICE, None, methods.SANDBOX_INFO, SandboxInfoParams(), Deadline.after(0.5))
+        assert error_of(info) is ErrorCode.RPC_TIMEOUT and info.value.details["containerStatus"] == "paused"
+    finally:
+        fake.unpause(rec.id)
+    assert (await run(sandbox_manager, ALICE)).stdout == "42\n"
+
+
+async def test_a_dead_code_runner_is_restarted_once(sandbox_manager: SandboxManager, fake: FakeBackend) -> None:
+    rec = await sandbox_manager.create(ALICE)
+    fake.kill_code_runner(rec.id)
+    assert (await run(sandbox_manager, ALICE)).stdout == "42\n"
+    assert fake.container(rec.id).runner is not None
+
+
+async def test_a_restarted_server_adopts_healthy_sandboxes_and_removes_the_rest(
+    host_settings: Settings, fake: FakeBackend
+) -> None:
+    keeping = host_settings.replace(keep_on_exit=True)
+    first = SandboxManager(keeping, fake)
+    await first.start()
+    healthy = await first.create(ALICE)
+    stopped = await first.create(ALICE)
+    expired = await first.create(BOB)
+    await first.close()  # hands the sandboxes over instead of destroying them
+    fake.stop(stopped.id)
+    fake.container(expired.id).labels[labels.EXPIRES_AT] = "1"
+    fake.add_volume("boxwright-sbx_gone-workspace", {labels.SANDBOX: "sbx_gone", labels.NAMESPACE: "unit"})
+    fake.policies.clear()
+
+    second = SandboxManager(host_settings, fake)
+    await second.start()
+    try:
+        assert [r.id for r in second.list(ALICE)] == [healthy.id] and second.list(BOB) == []
+        assert {i.sandbox_id for i in fake.list_sandboxes("unit")} == {healthy.id}
+        assert "boxwright-sbx_gone-workspace" not in fake.volumes
+        adopted = second.resolve(ALICE, None)
+        assert adopted.token == healthy.token and adopted.status is SandboxStatus.RUNNING
+        assert (await run(second, ALICE)).stdout == "42\n"
+        assert fake.policies[healthy.id].mode == "public"  # its policy was loaded again
+    finally:
+        await second.close()
+
+
+async def test_a_live_servers_sandboxes_are_left_alone(
+    sandbox_manager: SandboxManager, host_settings: Settings, fake: FakeBackend
+) -> None:
+    rec = await sandbox_manager.create(ALICE)
+    other = SandboxManager(host_settings, fake)
+    await other.start()  # reconciles: the lock is held by a live manager
+    assert other.list(ALICE) == []
+    await other.close()
+    assert (await run(sandbox_manager, ALICE, rec.id)).exitCode == 0
