@@ -156,6 +156,11 @@ class Series:
     samples: list[float] = field(default_factory=list)
     note: str = ""
 
+    @classmethod
+    def group(cls, benchmark: str, unit: str, *variants: str) -> list[Series]:
+        """One series per variant, for the rows a benchmark measures side by side."""
+        return [cls(benchmark, variant, unit) for variant in variants]
+
     def add(self, value: float) -> float:
         self.samples.append(value)
         return value
@@ -165,6 +170,14 @@ class Series:
         if not s:
             return {}
         return {"p50": percentile(s, 0.50), "p95": percentile(s, 0.95), "min": s[0], "max": s[-1]}
+
+
+async def warm_up(sync: Callable[[], object], *calls: Callable[[], Awaitable[object]], rounds: int = 2) -> None:
+    """Untimed rounds before measuring: connections, page cache, first-call imports."""
+    for _ in range(rounds):
+        sync()
+        for call in calls:
+            await call()
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -598,13 +611,17 @@ async def bench_memory(h: Harness, n: int) -> list[Series]:
     """Idle container memory (`docker stats` usage and anonymous RSS) after SETTLE_S: bare agent
     only vs a sandbox from sandbox_create (agent + code runner); and the server's RSS."""
     b = "memory"
-    bare_use = Series(b, "bare container, agent only: docker stats (baseline)", "MiB")
-    bare_rss = Series(b, "bare container, agent only: rss", "MiB")
-    sbx_use = Series(b, "sandbox (agent + code runner): docker stats", "MiB")
-    sbx_rss = Series(b, "sandbox (agent + code runner): rss", "MiB")
-    srv0 = Series(b, "MCP server RSS, no sandbox", "MiB")
-    srv1 = Series(b, "MCP server RSS, 1 idle sandbox", "MiB")
-    peak = Series(b, "MCP server peak RSS (VmHWM) so far", "MiB")
+    bare_use, bare_rss, sbx_use, sbx_rss, srv0, srv1, peak = Series.group(
+        b,
+        "MiB",
+        "bare container, agent only: docker stats (baseline)",
+        "bare container, agent only: rss",
+        "sandbox (agent + code runner): docker stats",
+        "sandbox (agent + code runner): rss",
+        "MCP server RSS, no sandbox",
+        "MCP server RSS, 1 idle sandbox",
+        "MCP server peak RSS (VmHWM) so far",
+    )
     for i in range(n):
         bare = h.start_bare("mem", with_runner=False)
         await anyio.sleep(SETTLE_S)
@@ -681,10 +698,7 @@ async def _file_read_one_size(
             raise BenchError(f"file_read returned {len(data['content'])} chars")
         return ms
 
-    for _ in range(2):  # warm-up: connections, page cache, first-call imports
-        via_exec()
-        await via_rpc()
-        await via_mcp()
+    await warm_up(via_exec, via_rpc, via_mcp)
     for i in range(n):
         exec_s.add(via_exec())
         rpc_s.add(await via_rpc())
@@ -729,10 +743,7 @@ async def bench_code_run(h: Harness, n: int) -> list[Series]:
             raise BenchError(f"code_run: {data}")
         return ms, float(data["durationMs"])
 
-    for _ in range(2):
-        via_exec()
-        await via_rpc()
-        await via_mcp()
+    await warm_up(via_exec, via_rpc, via_mcp)
     for i in range(n):
         exec_s.add(via_exec())
         rpc_s.add(await via_rpc())
@@ -799,12 +810,16 @@ async def bench_browser_page(h: Harness, n: int) -> list[Series]:
             "    raise SystemExit('page server did not come up')\n"
         )
         await h.call("code_run", {"sandboxId": sid, "language": "python", "code": wait})
-        goto = Series(b, "browser_goto local page", "ms")
-        snap = Series(b, "browser_snapshot", "ms")
-        both = Series(b, "goto + snapshot", "ms")
-        bare_goto = Series(b, "bare Playwright: goto (baseline)", "ms")
-        bare_snap = Series(b, "bare Playwright: aria_snapshot + inner_text (baseline)", "ms")
-        bare_both = Series(b, "bare Playwright: goto + snapshot (baseline)", "ms")
+        goto, snap, both, bare_goto, bare_snap, bare_both = Series.group(
+            b,
+            "ms",
+            "browser_goto local page",
+            "browser_snapshot",
+            "goto + snapshot",
+            "bare Playwright: goto (baseline)",
+            "bare Playwright: aria_snapshot + inner_text (baseline)",
+            "bare Playwright: goto + snapshot (baseline)",
+        )
         bare = await h.bare_sandbox()
 
         async def mcp_round() -> tuple[float, float]:

@@ -33,19 +33,11 @@ class Deadline:
     def after(cls, seconds: float) -> Deadline:
         return cls(time.monotonic() + max(0.0, seconds))
 
-    @classmethod
-    def after_ms(cls, ms: float) -> Deadline:
-        return cls.after(ms / 1000.0)
-
     def remaining(self) -> float:
         return max(0.0, self.at - time.monotonic())
 
     def remaining_ms(self) -> int:
         return int(self.remaining() * 1000)
-
-    @property
-    def expired(self) -> bool:
-        return time.monotonic() >= self.at
 
     def child(self, margin: float) -> Deadline:
         """A deadline `margin` seconds earlier, for the next layer in."""

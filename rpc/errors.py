@@ -5,8 +5,8 @@ carrying an `ErrorCode`, a human message, a recovery hint and details. It crosse
 `error.data` and ends in front of the MCP client as `{error, errorCode, recoverHint, details}`.
 
 Each code carries its data: a category (what kind of failure it is, so callers branch on that
-rather than on lists of codes), the default hint (what to do next; a raise site may give a more
-specific one) and its JSON-RPC number. An error is immutable once made: a layer that knows more
+rather than on lists of codes), a default hint (what to do next; a raise site may give a more
+specific one) and a JSON-RPC number. An error is immutable once made: a layer that knows more
 raises a new error from the old one (`raise exc.with_details(...) from exc`).
 """
 
@@ -19,9 +19,6 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-# JSON-RPC 2.0 numbers; a code without its own is an application error.
-APPLICATION_ERROR = -32000
-
 
 class Category(StrEnum):
     CALLER = "caller"  # the call is wrong or names what is not there: change it before retrying
@@ -30,184 +27,178 @@ class Category(StrEnum):
     SERVER = "server"  # Boxwright, its image or the engine is broken: an operator must act
 
 
-CALLER, SANDBOX, TRANSIENT, SERVER = Category.CALLER, Category.SANDBOX, Category.TRANSIENT, Category.SERVER
-
-
 class ErrorCode(StrEnum):
-    """A stable code with its category, default recovery hint and JSON-RPC number."""
-
-    category: Category
-    hint: str
-    jsonrpc_code: int
-
-    def __new__(cls, value: str, category: Category, hint: str, jsonrpc_code: int = APPLICATION_ERROR) -> ErrorCode:
-        member = str.__new__(cls, value)
-        member._value_ = value
-        member.category = category
-        member.hint = hint
-        member.jsonrpc_code = jsonrpc_code
-        return member
+    """A stable code; its category, default hint and JSON-RPC number are data (the tables below)."""
 
     # Tool level.
-    ELEMENT_NOT_FOUND = ("ELEMENT_NOT_FOUND", CALLER, "call browser_snapshot and use one of the returned refs")
-    STALE_REF = (
-        "STALE_REF",
-        CALLER,
-        "the page changed since that snapshot: call browser_snapshot again and use a new ref",
-    )
-    NAVIGATION_TIMEOUT = (
-        "NAVIGATION_TIMEOUT",
-        TRANSIENT,
-        "the page did not load in time: raise timeoutMs, use waitUntil='commit', or check that the site responds",
-    )
-    NAVIGATION_FAILED = (
-        "NAVIGATION_FAILED",
-        CALLER,
-        "check the URL and that the server is reachable from inside the sandbox "
-        "(network 'public' blocks private and host addresses, 'none' everything; see sandbox_list)",
-    )
-    SESSION_NOT_FOUND = (
-        "SESSION_NOT_FOUND",
-        CALLER,
-        "omit sessionId to use the default session, or create a new one",
-    )
-    SESSION_LIMIT_REACHED = ("SESSION_LIMIT_REACHED", CALLER, "close a browser session you no longer need")
-    TAB_NOT_FOUND = ("TAB_NOT_FOUND", CALLER, "call browser_tabs with action 'list' to see the open tabs")
-    TAB_LIMIT_REACHED = (
-        "TAB_LIMIT_REACHED",
-        CALLER,
-        "close tabs you no longer need with browser_tabs action 'close'",
-    )
-    PAGE_CRASHED = ("PAGE_CRASHED", TRANSIENT, "the page crashed and was replaced by a fresh one: navigate again")
-    DIALOG_PENDING = (
-        "DIALOG_PENDING",
-        CALLER,
-        "a dialog is open on this tab: answer it with browser_handle_dialog",
-    )
-    INVALID_PARAMETER = ("INVALID_PARAMETER", CALLER, "fix the arguments named in details and call again", -32602)
-    EXECUTION_ERROR = ("EXECUTION_ERROR", TRANSIENT, "see details; the operation may be retried")
-    OPERATION_TIMEOUT = (
-        "OPERATION_TIMEOUT",
-        TRANSIENT,
-        "the operation ran out of time: raise timeoutMs or do less per call",
-    )
+    ELEMENT_NOT_FOUND = "ELEMENT_NOT_FOUND"
+    STALE_REF = "STALE_REF"
+    NAVIGATION_TIMEOUT = "NAVIGATION_TIMEOUT"
+    NAVIGATION_FAILED = "NAVIGATION_FAILED"
+    SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
+    SESSION_LIMIT_REACHED = "SESSION_LIMIT_REACHED"
+    TAB_NOT_FOUND = "TAB_NOT_FOUND"
+    TAB_LIMIT_REACHED = "TAB_LIMIT_REACHED"
+    PAGE_CRASHED = "PAGE_CRASHED"
+    DIALOG_PENDING = "DIALOG_PENDING"
+    INVALID_PARAMETER = "INVALID_PARAMETER"
+    EXECUTION_ERROR = "EXECUTION_ERROR"
+    OPERATION_TIMEOUT = "OPERATION_TIMEOUT"
     # Code and processes.
-    PROCESS_NOT_FOUND = ("PROCESS_NOT_FOUND", CALLER, "call process_list to see the processes of this sandbox")
-    PROCESS_LIMIT_REACHED = (
-        "PROCESS_LIMIT_REACHED",
-        CALLER,
-        "kill background processes you no longer need with process_kill",
-    )
-    CODE_RUNNER_UNAVAILABLE = (
-        "CODE_RUNNER_UNAVAILABLE",
-        SANDBOX,
-        "the sandbox's code runner is not up; retry in a moment or recreate the sandbox",
-    )
+    PROCESS_NOT_FOUND = "PROCESS_NOT_FOUND"
+    PROCESS_LIMIT_REACHED = "PROCESS_LIMIT_REACHED"
+    CODE_RUNNER_UNAVAILABLE = "CODE_RUNNER_UNAVAILABLE"
     # Files.
-    FILE_NOT_FOUND = ("FILE_NOT_FOUND", CALLER, "check the path with file_list; paths are relative to the workspace")
-    PATH_OUTSIDE_WORKSPACE = (
-        "PATH_OUTSIDE_WORKSPACE",
-        CALLER,
-        "use a path inside the workspace (relative, without '..' escaping it)",
-    )
-    NOT_A_FILE = ("NOT_A_FILE", CALLER, "the path is a directory: use file_list")
-    NOT_A_DIRECTORY = ("NOT_A_DIRECTORY", CALLER, "the path is a file: use file_read")
-    FILE_TOO_LARGE = ("FILE_TOO_LARGE", CALLER, "read it in parts with offset and limit")
-    NOT_TEXT = ("NOT_TEXT", CALLER, "the file is not UTF-8 text: read it with encoding 'base64'")
-    PERMISSION_DENIED = (
-        "PERMISSION_DENIED",
-        CALLER,
-        "the file's permissions do not allow this; change them with code_run (chmod)",
-    )
+    FILE_NOT_FOUND = "FILE_NOT_FOUND"
+    PATH_OUTSIDE_WORKSPACE = "PATH_OUTSIDE_WORKSPACE"
+    NOT_A_FILE = "NOT_A_FILE"
+    NOT_A_DIRECTORY = "NOT_A_DIRECTORY"
+    FILE_TOO_LARGE = "FILE_TOO_LARGE"
+    NOT_TEXT = "NOT_TEXT"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
     # Runtime level (template runs and their artifacts).
-    TEMPLATE_NOT_FOUND = ("TEMPLATE_NOT_FOUND", CALLER, "call list_task_templates to see the available templates")
-    TEMPLATE_VERSION_UNSUPPORTED = ("TEMPLATE_VERSION_UNSUPPORTED", CALLER, "switch to a supported template version")
-    TRUST_LEVEL_NOT_ALLOWED = (
-        "TRUST_LEVEL_NOT_ALLOWED",
-        CALLER,
-        "not allowed for remote callers: connect over stdio or use another tool",
-    )
-    RUN_NOT_FOUND = ("RUN_NOT_FOUND", CALLER, "check the runId with list_task_runs")
-    RUN_TIMEOUT = ("RUN_TIMEOUT", TRANSIENT, "raise options.timeoutMs or split the task")
-    RUN_CANCELED = ("RUN_CANCELED", CALLER, "create a new run")
-    STEP_EXECUTION_FAILED = ("STEP_EXECUTION_FAILED", CALLER, "see details.failedStep and details.stepErrorCode")
-    ARTIFACT_NOT_FOUND = ("ARTIFACT_NOT_FOUND", CALLER, "check the artifactId in the run's artifacts")
-    ARTIFACT_EXPIRED = ("ARTIFACT_EXPIRED", CALLER, "run the task again to produce a fresh artifact")
+    TEMPLATE_NOT_FOUND = "TEMPLATE_NOT_FOUND"
+    TEMPLATE_VERSION_UNSUPPORTED = "TEMPLATE_VERSION_UNSUPPORTED"
+    TRUST_LEVEL_NOT_ALLOWED = "TRUST_LEVEL_NOT_ALLOWED"
+    RUN_NOT_FOUND = "RUN_NOT_FOUND"
+    RUN_TIMEOUT = "RUN_TIMEOUT"
+    RUN_CANCELED = "RUN_CANCELED"
+    STEP_EXECUTION_FAILED = "STEP_EXECUTION_FAILED"
+    ARTIFACT_NOT_FOUND = "ARTIFACT_NOT_FOUND"
+    ARTIFACT_EXPIRED = "ARTIFACT_EXPIRED"
     # Sandbox level.
-    SANDBOX_NOT_FOUND = (
-        "SANDBOX_NOT_FOUND",
-        CALLER,
-        "call sandbox_list to see your sandboxes, or sandbox_create to make one",
-    )
-    SANDBOX_NOT_RUNNING = (
-        "SANDBOX_NOT_RUNNING",
-        SANDBOX,
-        "the sandbox stopped: destroy it and call sandbox_create",
-    )
-    SANDBOX_LIMIT_REACHED = (
-        "SANDBOX_LIMIT_REACHED",
-        CALLER,
-        "destroy a sandbox you no longer need with sandbox_destroy",
-    )
-    SANDBOX_START_FAILED = (
-        "SANDBOX_START_FAILED",
-        SANDBOX,
-        "see details; check `boxwright doctor`, then retry sandbox_create",
-    )
-    SANDBOX_START_TIMEOUT = (
-        "SANDBOX_START_TIMEOUT",
-        SANDBOX,
-        "the sandbox did not become ready in time; retry, or check `boxwright doctor`",
-    )
-    NO_DEFAULT_SANDBOX = ("NO_DEFAULT_SANDBOX", CALLER, "call sandbox_create first (or pass sandboxId)")
-    AMBIGUOUS_SANDBOX = (
-        "AMBIGUOUS_SANDBOX",
-        CALLER,
-        "you have several sandboxes: pass sandboxId (see sandbox_list)",
-    )
-    AGENT_UNREACHABLE = (
-        "AGENT_UNREACHABLE",
-        SANDBOX,
-        "the sandbox's agent does not answer; destroy the sandbox and create a new one",
-    )
-    RPC_TIMEOUT = (
-        "RPC_TIMEOUT",
-        SANDBOX,
-        "the sandbox did not answer in time; it may be overloaded or frozen — retry, or recreate it",
-    )
-    TOOL_TIMEOUT = (
-        "TOOL_TIMEOUT",
-        TRANSIENT,
-        "the call took too long and was abandoned; retry with a larger timeoutMs",
-    )
-    IMAGE_NOT_FOUND = ("IMAGE_NOT_FOUND", SERVER, "build the sandbox image: `boxwright image build`")
-    IMAGE_BUILD_FAILED = (
-        "IMAGE_BUILD_FAILED",
-        SERVER,
-        "see details for the build log tail; fix and run `boxwright image build` again",
-    )
-    DOCKER_UNAVAILABLE = (
-        "DOCKER_UNAVAILABLE",
-        SERVER,
-        "start the Docker engine (or set DOCKER_HOST) and check `boxwright doctor`",
-    )
-    UNAUTHORIZED = ("UNAUTHORIZED", CALLER, "send the sandbox's bearer token in the Authorization header")
+    SANDBOX_NOT_FOUND = "SANDBOX_NOT_FOUND"
+    SANDBOX_NOT_RUNNING = "SANDBOX_NOT_RUNNING"
+    SANDBOX_LIMIT_REACHED = "SANDBOX_LIMIT_REACHED"
+    SANDBOX_START_FAILED = "SANDBOX_START_FAILED"
+    SANDBOX_START_TIMEOUT = "SANDBOX_START_TIMEOUT"
+    NO_DEFAULT_SANDBOX = "NO_DEFAULT_SANDBOX"
+    AMBIGUOUS_SANDBOX = "AMBIGUOUS_SANDBOX"
+    AGENT_UNREACHABLE = "AGENT_UNREACHABLE"
+    RPC_TIMEOUT = "RPC_TIMEOUT"
+    TOOL_TIMEOUT = "TOOL_TIMEOUT"
+    IMAGE_NOT_FOUND = "IMAGE_NOT_FOUND"
+    IMAGE_BUILD_FAILED = "IMAGE_BUILD_FAILED"
+    DOCKER_UNAVAILABLE = "DOCKER_UNAVAILABLE"
+    UNAUTHORIZED = "UNAUTHORIZED"
     # Protocol.
-    PARSE_ERROR = ("PARSE_ERROR", CALLER, "send a valid JSON-RPC 2.0 request body", -32700)
-    INVALID_REQUEST = (
-        "INVALID_REQUEST",
-        CALLER,
-        "send a JSON-RPC 2.0 object with jsonrpc='2.0', a method and object params",
-        -32600,
-    )
-    METHOD_NOT_FOUND = ("METHOD_NOT_FOUND", CALLER, "see rpc.methods for the supported methods", -32601)
-    PAYLOAD_TOO_LARGE = ("PAYLOAD_TOO_LARGE", CALLER, "send less data per call (split large files into parts)")
-    INTERNAL_ERROR = (
-        "INTERNAL_ERROR",
-        SERVER,
-        "this is a bug in Boxwright; retry, and report it if it persists",
-        -32603,
-    )
+    PARSE_ERROR = "PARSE_ERROR"
+    INVALID_REQUEST = "INVALID_REQUEST"
+    METHOD_NOT_FOUND = "METHOD_NOT_FOUND"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+    @property
+    def category(self) -> Category:
+        return next((c for c, codes in CATEGORIES.items() if self in codes), Category.CALLER)
+
+    @property
+    def hint(self) -> str:
+        """What an agent (human or LLM) should do next; a raise site may give a more specific hint."""
+        return DEFAULT_HINTS[self]
+
+    @property
+    def jsonrpc_code(self) -> int:
+        return JSONRPC_CODES.get(self, APPLICATION_ERROR)
+
+
+# Every code not listed here is a caller error.
+CATEGORIES: dict[Category, frozenset[ErrorCode]] = {
+    Category.SANDBOX: frozenset(
+        {
+            ErrorCode.CODE_RUNNER_UNAVAILABLE,
+            ErrorCode.SANDBOX_NOT_RUNNING,
+            ErrorCode.SANDBOX_START_FAILED,
+            ErrorCode.SANDBOX_START_TIMEOUT,
+            ErrorCode.AGENT_UNREACHABLE,
+            ErrorCode.RPC_TIMEOUT,
+        }
+    ),
+    Category.TRANSIENT: frozenset(
+        {
+            ErrorCode.NAVIGATION_TIMEOUT,
+            ErrorCode.PAGE_CRASHED,
+            ErrorCode.EXECUTION_ERROR,
+            ErrorCode.OPERATION_TIMEOUT,
+            ErrorCode.RUN_TIMEOUT,
+            ErrorCode.TOOL_TIMEOUT,
+        }
+    ),
+    Category.SERVER: frozenset(
+        {
+            ErrorCode.IMAGE_NOT_FOUND,
+            ErrorCode.IMAGE_BUILD_FAILED,
+            ErrorCode.DOCKER_UNAVAILABLE,
+            ErrorCode.INTERNAL_ERROR,
+        }
+    ),
+}
+
+DEFAULT_HINTS: dict[ErrorCode, str] = {
+    ErrorCode.ELEMENT_NOT_FOUND: "call browser_snapshot and use one of the returned refs",
+    ErrorCode.STALE_REF: "the page changed since that snapshot: call browser_snapshot again and use a new ref",
+    ErrorCode.NAVIGATION_TIMEOUT: "the page did not load in time: raise timeoutMs, use waitUntil='commit', "
+    "or check that the site responds",
+    ErrorCode.NAVIGATION_FAILED: "check the URL and that the server is reachable from inside the sandbox "
+    "(network 'public' blocks private and host addresses, 'none' everything; see sandbox_list)",
+    ErrorCode.SESSION_NOT_FOUND: "omit sessionId to use the default session, or create a new one",
+    ErrorCode.SESSION_LIMIT_REACHED: "close a browser session you no longer need",
+    ErrorCode.TAB_NOT_FOUND: "call browser_tabs with action 'list' to see the open tabs",
+    ErrorCode.TAB_LIMIT_REACHED: "close tabs you no longer need with browser_tabs action 'close'",
+    ErrorCode.PAGE_CRASHED: "the page crashed and was replaced by a fresh one: navigate again",
+    ErrorCode.DIALOG_PENDING: "a dialog is open on this tab: answer it with browser_handle_dialog",
+    ErrorCode.INVALID_PARAMETER: "fix the arguments named in details and call again",
+    ErrorCode.EXECUTION_ERROR: "see details; the operation may be retried",
+    ErrorCode.OPERATION_TIMEOUT: "the operation ran out of time: raise timeoutMs or do less per call",
+    ErrorCode.PROCESS_NOT_FOUND: "call process_list to see the processes of this sandbox",
+    ErrorCode.PROCESS_LIMIT_REACHED: "kill background processes you no longer need with process_kill",
+    ErrorCode.CODE_RUNNER_UNAVAILABLE: "the sandbox's code runner is not up; retry in a moment or recreate the sandbox",
+    ErrorCode.FILE_NOT_FOUND: "check the path with file_list; paths are relative to the workspace",
+    ErrorCode.PATH_OUTSIDE_WORKSPACE: "use a path inside the workspace (relative, without '..' escaping it)",
+    ErrorCode.NOT_A_FILE: "the path is a directory: use file_list",
+    ErrorCode.NOT_A_DIRECTORY: "the path is a file: use file_read",
+    ErrorCode.FILE_TOO_LARGE: "read it in parts with offset and limit",
+    ErrorCode.NOT_TEXT: "the file is not UTF-8 text: read it with encoding 'base64'",
+    ErrorCode.PERMISSION_DENIED: "the file's permissions do not allow this; change them with code_run (chmod)",
+    ErrorCode.TEMPLATE_NOT_FOUND: "call list_task_templates to see the available templates",
+    ErrorCode.TEMPLATE_VERSION_UNSUPPORTED: "switch to a supported template version",
+    ErrorCode.TRUST_LEVEL_NOT_ALLOWED: "not allowed for remote callers: connect over stdio or use another tool",
+    ErrorCode.RUN_NOT_FOUND: "check the runId with list_task_runs",
+    ErrorCode.RUN_TIMEOUT: "raise options.timeoutMs or split the task",
+    ErrorCode.RUN_CANCELED: "create a new run",
+    ErrorCode.STEP_EXECUTION_FAILED: "see details.failedStep and details.stepErrorCode",
+    ErrorCode.ARTIFACT_NOT_FOUND: "check the artifactId in the run's artifacts",
+    ErrorCode.ARTIFACT_EXPIRED: "run the task again to produce a fresh artifact",
+    ErrorCode.SANDBOX_NOT_FOUND: "call sandbox_list to see your sandboxes, or sandbox_create to make one",
+    ErrorCode.SANDBOX_NOT_RUNNING: "the sandbox stopped: destroy it and call sandbox_create",
+    ErrorCode.SANDBOX_LIMIT_REACHED: "destroy a sandbox you no longer need with sandbox_destroy",
+    ErrorCode.SANDBOX_START_FAILED: "see details; check `boxwright doctor`, then retry sandbox_create",
+    ErrorCode.SANDBOX_START_TIMEOUT: "the sandbox did not become ready in time; retry, or check `boxwright doctor`",
+    ErrorCode.NO_DEFAULT_SANDBOX: "call sandbox_create first (or pass sandboxId)",
+    ErrorCode.AMBIGUOUS_SANDBOX: "you have several sandboxes: pass sandboxId (see sandbox_list)",
+    ErrorCode.AGENT_UNREACHABLE: "the sandbox's agent does not answer; destroy the sandbox and create a new one",
+    ErrorCode.RPC_TIMEOUT: "the sandbox did not answer in time; it may be overloaded or frozen — retry, or recreate it",
+    ErrorCode.TOOL_TIMEOUT: "the call took too long and was abandoned; retry with a larger timeoutMs",
+    ErrorCode.IMAGE_NOT_FOUND: "build the sandbox image: `boxwright image build`",
+    ErrorCode.IMAGE_BUILD_FAILED: "see details for the build log tail; fix and run `boxwright image build` again",
+    ErrorCode.DOCKER_UNAVAILABLE: "start the Docker engine (or set DOCKER_HOST) and check `boxwright doctor`",
+    ErrorCode.UNAUTHORIZED: "send the sandbox's bearer token in the Authorization header",
+    ErrorCode.PARSE_ERROR: "send a valid JSON-RPC 2.0 request body",
+    ErrorCode.INVALID_REQUEST: "send a JSON-RPC 2.0 object with jsonrpc='2.0', a method and object params",
+    ErrorCode.METHOD_NOT_FOUND: "see rpc.methods for the supported methods",
+    ErrorCode.PAYLOAD_TOO_LARGE: "send less data per call (split large files into parts)",
+    ErrorCode.INTERNAL_ERROR: "this is a bug in Boxwright; retry, and report it if it persists",
+}
+
+# JSON-RPC 2.0 numbers; every code not listed is an application error.
+APPLICATION_ERROR = -32000
+JSONRPC_CODES: dict[ErrorCode, int] = {
+    ErrorCode.PARSE_ERROR: -32700,
+    ErrorCode.INVALID_REQUEST: -32600,
+    ErrorCode.METHOD_NOT_FOUND: -32601,
+    ErrorCode.INVALID_PARAMETER: -32602,
+    ErrorCode.INTERNAL_ERROR: -32603,
+}
 
 
 class ErrorBody(BaseModel):

@@ -6,25 +6,9 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from rpc.models import browser as b
+from rpc.models import code as c
+from rpc.models import files as f
 from rpc.models.base import Params, Result
-from rpc.models.code import (
-    CodeRunParams,
-    CodeRunResult,
-    ProcessKillParams,
-    ProcessKillResult,
-    ProcessListParams,
-    ProcessListResult,
-    ProcessOutputParams,
-    ProcessOutputResult,
-)
-from rpc.models.files import (
-    FileListParams,
-    FileListResult,
-    FileReadParams,
-    FileReadResult,
-    FileWriteParams,
-    FileWriteResult,
-)
 from rpc.models.sandbox import SandboxInfoParams, SandboxInfoResult
 
 P = TypeVar("P", bound=Params)
@@ -40,13 +24,13 @@ class Method(Generic[P, R]):
 
 
 SANDBOX_INFO = Method("sandbox.info", SandboxInfoParams, SandboxInfoResult, 5_000)
-CODE_RUN = Method("code.run", CodeRunParams, CodeRunResult)
-PROCESS_LIST = Method("process.list", ProcessListParams, ProcessListResult, 5_000)
-PROCESS_OUTPUT = Method("process.output", ProcessOutputParams, ProcessOutputResult)
-PROCESS_KILL = Method("process.kill", ProcessKillParams, ProcessKillResult, 10_000)
-FILE_READ = Method("file.read", FileReadParams, FileReadResult)
-FILE_WRITE = Method("file.write", FileWriteParams, FileWriteResult)
-FILE_LIST = Method("file.list", FileListParams, FileListResult)
+CODE_RUN = Method("code.run", c.CodeRunParams, c.CodeRunResult)
+PROCESS_LIST = Method("process.list", c.ProcessListParams, c.ProcessListResult, 5_000)
+PROCESS_OUTPUT = Method("process.output", c.ProcessOutputParams, c.ProcessOutputResult)
+PROCESS_KILL = Method("process.kill", c.ProcessKillParams, c.ProcessKillResult, 10_000)
+FILE_READ = Method("file.read", f.FileReadParams, f.FileReadResult)
+FILE_WRITE = Method("file.write", f.FileWriteParams, f.FileWriteResult)
+FILE_LIST = Method("file.list", f.FileListParams, f.FileListResult)
 
 # Browser. Budgets come from each call's timeoutMs where it has one.
 BROWSER_GOTO = Method("browser.goto", b.GotoParams, b.GotoResult)

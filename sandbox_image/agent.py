@@ -15,9 +15,6 @@ from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.server import build_app
 
-RUNNER_CLIENT_KEY = web.AppKey("runner_client", code_client.RunnerClient)
-DISPATCHER_KEY = web.AppKey("dispatcher", Dispatcher)
-
 
 def create_agent_app(settings: SandboxSettings) -> web.Application:
     dispatcher = Dispatcher("agent")
@@ -37,8 +34,6 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
         auth=TokenAuth(settings.agent_token_sha256()),
         max_body_bytes=settings.max_body_bytes,
     )
-    app[RUNNER_CLIENT_KEY] = runner
-    app[DISPATCHER_KEY] = dispatcher
 
     async def close_runner(_app: web.Application) -> None:
         await runner.close()

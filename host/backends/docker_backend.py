@@ -65,6 +65,10 @@ def local_host_addresses() -> list[str]:
     return sorted(str(a) for a in addrs if not (a.is_loopback or a.is_link_local or a.is_multicast))
 
 
+def _start_failed(what: str, exc: BaseException) -> BoxwrightError:
+    return BoxwrightError(ErrorCode.SANDBOX_START_FAILED, what, details={"cause": str(exc)[:500]})
+
+
 def volume_name(sandbox_id: str) -> str:
     return f"boxwright-{sandbox_id}-workspace"
 
@@ -112,9 +116,7 @@ class DockerBackend(SandboxBackend):
                 )
             except docker.errors.APIError as exc:  # a concurrent server created it first
                 if not self.client.networks.list(names=[name]):
-                    raise BoxwrightError(
-                        ErrorCode.SANDBOX_START_FAILED, f"cannot create network {name}", details={"cause": str(exc)}
-                    ) from exc
+                    raise _start_failed(f"cannot create network {name}", exc) from exc
         return name
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -140,11 +142,7 @@ class DockerBackend(SandboxBackend):
                 container = self.client.containers.run(spec.image, **self.run_kwargs(spec, vol))
         except docker.errors.DockerException as exc:
             self.remove(spec.sandbox_id, None)
-            raise BoxwrightError(
-                ErrorCode.SANDBOX_START_FAILED,
-                "Docker refused to start the sandbox container",
-                details={"cause": str(exc)[:500]},
-            ) from exc
+            raise _start_failed("Docker refused to start the sandbox container", exc) from exc
         container.reload()
         return self._info(container)
 
@@ -205,21 +203,13 @@ class DockerBackend(SandboxBackend):
                 pids_limit=32,
             )
         except docker.errors.DockerException as exc:
-            raise BoxwrightError(
-                ErrorCode.SANDBOX_START_FAILED,
-                "cannot start the network guard",
-                details={"cause": str(exc)[:500]},
-            ) from exc
+            raise _start_failed("cannot start the network guard", exc) from exc
         try:
             status = guard.wait(timeout=NETGUARD_TIMEOUT_S).get("StatusCode", -1)
             out = guard.logs(stdout=True, stderr=False).decode("utf-8", "replace").strip()
             err = guard.logs(stdout=False, stderr=True).decode("utf-8", "replace").strip()
         except Exception as exc:  # requests' timeout or the engine failing mid-way
-            raise BoxwrightError(
-                ErrorCode.SANDBOX_START_FAILED,
-                "the network guard did not finish",
-                details={"cause": str(exc)[:300]},
-            ) from exc
+            raise _start_failed("the network guard did not finish", exc) from exc
         finally:
             # Off the critical path (~0.2 s): the guard has exited and holds nothing. Should this
             # process die first, reconcile's remove_leftover_guards sweeps it.

@@ -21,15 +21,8 @@ from rpc.deadline import LADDER
 from rpc.envelope import encode_request
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.methods import Method, P, R
+from rpc.models import files as f
 from rpc.models.code import CodeRunParams, CodeRunResult
-from rpc.models.files import (
-    FileListParams,
-    FileListResult,
-    FileReadParams,
-    FileReadResult,
-    FileWriteParams,
-    FileWriteResult,
-)
 from rpc.models.sandbox import Health
 
 
@@ -99,11 +92,11 @@ class BoxwrightContainer(DockerContainer):
     def run_code(self, code: str, language: str = "python", **kwargs: Any) -> CodeRunResult:
         return self.call(methods.CODE_RUN, CodeRunParams(language=language, code=code, **kwargs))  # type: ignore[arg-type]
 
-    def write_file(self, path: str, content: str, **kwargs: Any) -> FileWriteResult:
-        return self.call(methods.FILE_WRITE, FileWriteParams(path=path, content=content, **kwargs))
+    def write_file(self, path: str, content: str, **kwargs: Any) -> f.FileWriteResult:
+        return self.call(methods.FILE_WRITE, f.FileWriteParams(path=path, content=content, **kwargs))
 
-    def read_file(self, path: str, **kwargs: Any) -> FileReadResult:
-        return self.call(methods.FILE_READ, FileReadParams(path=path, **kwargs))
+    def read_file(self, path: str, **kwargs: Any) -> f.FileReadResult:
+        return self.call(methods.FILE_READ, f.FileReadParams(path=path, **kwargs))
 
-    def list_files(self, path: str = ".", **kwargs: Any) -> FileListResult:
-        return self.call(methods.FILE_LIST, FileListParams(path=path, **kwargs))
+    def list_files(self, path: str = ".", **kwargs: Any) -> f.FileListResult:
+        return self.call(methods.FILE_LIST, f.FileListParams(path=path, **kwargs))

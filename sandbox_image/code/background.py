@@ -125,14 +125,14 @@ class ProcessManager:
         return sum(1 for m in self._procs.values() if m.running)
 
     def get(self, process_id: str) -> Managed:
-        managed = self._procs.get(process_id)
-        if managed is None:
+        try:
+            return self._procs[process_id]
+        except KeyError:
             raise BoxwrightError(
                 ErrorCode.PROCESS_NOT_FOUND,
                 f"no process {process_id!r} (it never existed or was forgotten after finishing)",
                 details={"processId": process_id},
-            )
-        return managed
+            ) from None
 
     async def start(self, params: CodeRunParams) -> CodeRunResult:
         if self._running_count() >= self.max_running:

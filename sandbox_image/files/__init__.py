@@ -6,14 +6,7 @@ import asyncio
 
 from rpc.deadline import Deadline
 from rpc.methods import FILE_LIST, FILE_READ, FILE_WRITE
-from rpc.models.files import (
-    FileListParams,
-    FileListResult,
-    FileReadParams,
-    FileReadResult,
-    FileWriteParams,
-    FileWriteResult,
-)
+from rpc.models import files as f
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.files.ops import list_dir, read_file, write_file
 from sandbox_image.files.workspace import Workspace
@@ -24,13 +17,13 @@ __all__ = ["Workspace", "register"]
 def register(dispatcher: Dispatcher, workspace: Workspace) -> None:
     """Serve the file methods; the syscalls run in a worker thread so the event loop never blocks on disk."""
 
-    async def read(params: FileReadParams, _deadline: Deadline) -> FileReadResult:
+    async def read(params: f.FileReadParams, _deadline: Deadline) -> f.FileReadResult:
         return await asyncio.to_thread(read_file, workspace, params)
 
-    async def write(params: FileWriteParams, _deadline: Deadline) -> FileWriteResult:
+    async def write(params: f.FileWriteParams, _deadline: Deadline) -> f.FileWriteResult:
         return await asyncio.to_thread(write_file, workspace, params)
 
-    async def list_(params: FileListParams, _deadline: Deadline) -> FileListResult:
+    async def list_(params: f.FileListParams, _deadline: Deadline) -> f.FileListResult:
         return await asyncio.to_thread(list_dir, workspace, params)
 
     dispatcher.register(FILE_READ, read)
