@@ -68,21 +68,40 @@ async def test_code_runs_unprivileged_in_a_locked_down_container(
             await s.ok("sandbox_destroy", {"sandboxId": sid})
 
 
+CONNECT = """
+import socket, sys
+s = socket.socket(); s.settimeout(2)
+try:
+    s.connect((sys.argv[1], 8080)); print('reached')
+except OSError as e:
+    print('blocked', type(e).__name__)
+"""
+
+
 async def test_sandboxes_cannot_reach_each_other(http_server: HttpServer, tokens: dict) -> None:
-    """Inter-container traffic is off on the sandbox network: one sandbox cannot reach another's
-    agent port directly (the decoy is our own second sandbox)."""
+    """Inter-container traffic is off on the sandbox network: one sandbox cannot reach another's agent
+    port even when its own network policy allows that address — so only the bridge's ICC setting can
+    be what stops it (the decoy is our own second sandbox)."""
     async with http_session(http_server.url, tokens["alice"]) as s:
-        a = (await s.ok("sandbox_create"))["sandboxId"]
         b = (await s.ok("sandbox_create"))["sandboxId"]
+        a = None
         try:
-            ip = (await s.ok("code_run", {"sandboxId": b, "language": "bash", "code": "hostname -i"}))["stdout"]
-            probe = (
-                "import socket\ns=socket.socket();s.settimeout(2)\n"
-                f"try:\n    s.connect(('{ip.split()[0]}', 8080)); print('reached')\n"
-                "except OSError as e:\n    print('blocked', type(e).__name__)"
-            )
-            out = (await s.ok("code_run", {"sandboxId": a, "language": "python", "code": probe}))["stdout"]
+            ip = (await s.ok("code_run", {"sandboxId": b, "language": "bash", "code": "hostname -i"}))[
+                "stdout"
+            ].split()[0]
+            a = (await s.ok("sandbox_create", {"network": "allowlist", "allowHosts": [ip]}))["sandboxId"]
+            await s.ok("file_write", {"sandboxId": a, "path": "connect.py", "content": CONNECT})
+
+            async def connect(target: str) -> str:
+                run = await s.ok(
+                    "code_run", {"sandboxId": a, "language": "bash", "code": f"python3 connect.py {target}"}
+                )
+                return run["stdout"]
+
+            assert (await connect("127.0.0.1")).startswith("reached")  # the probe can tell: its own agent answers
+            out = await connect(ip)
             assert out.startswith("blocked"), out
         finally:
             for sid in (a, b):
-                await s.ok("sandbox_destroy", {"sandboxId": sid})
+                if sid:
+                    await s.ok("sandbox_destroy", {"sandboxId": sid})
