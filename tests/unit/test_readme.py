@@ -70,3 +70,27 @@ def test_the_environment_tables_are_the_settings() -> None:
     for settings in (Settings, SandboxSettings):
         table = env_table(settings)
         assert table in text, f"README should hold the table of {settings.__name__}:\n\n{table}\n"
+
+
+def _layout() -> str:
+    text = README.read_text()
+    return text[text.index("## Layout") :]
+
+
+def test_the_layout_section_names_every_module() -> None:
+    """Every package and module of the three top-level packages (the browser's operations aside: its
+    docstring lists them) is named in the README's Layout section."""
+    layout = _layout()
+    root = README.parent
+    missing = []
+    for top in ("host", "rpc", "sandbox_image"):
+        for path in sorted((root / top).rglob("*.py")):
+            rel = path.relative_to(root)
+            if path.name == "__init__.py" or rel.parts[:2] == ("sandbox_image", "browser"):
+                continue
+            if f"`{path.stem}`" not in layout:
+                missing.append(str(rel))
+        for package in sorted(p for p in (root / top).rglob("*") if (p / "__init__.py").is_file()):
+            if f"`{package.name}/`" not in layout and package != root / top:
+                missing.append(f"{package.relative_to(root)}/")
+    assert not missing, f"README's Layout section does not name: {missing}"
