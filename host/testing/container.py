@@ -13,8 +13,10 @@ import httpx
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.wait_strategies import HttpWaitStrategy
 
+from host import labels
 from host.agent_client import AgentEndpoint, read_answer
 from host.backends.hardening import CODE_RUNNER_CMD, RUNNER_UID, SANDBOX_GID, Limits, hardened
+from host.config import DEFAULT_IMAGE
 from rpc import methods
 from rpc.agent import AGENT_PORT, agent_env
 from rpc.deadline import LADDER
@@ -27,7 +29,7 @@ from rpc.models.sandbox import Health
 
 
 class BoxwrightContainer(DockerContainer):
-    def __init__(self, image: str = "boxwright-sandbox:latest", *, mem_limit: str = "1g", **kwargs: Any) -> None:
+    def __init__(self, image: str = DEFAULT_IMAGE, *, mem_limit: str = "1g", **kwargs: Any) -> None:
         super().__init__(image, **kwargs)
         self.token = secrets.token_urlsafe(32)
         for name, value in agent_env(self.token).items():
@@ -38,7 +40,7 @@ class BoxwrightContainer(DockerContainer):
         self.tmpfs.update(run.pop("tmpfs"))
         # No named volume here: the workspace is a tmpfs shaped like the image's /workspace.
         self.tmpfs["/workspace"] = f"rw,exec,nosuid,nodev,size=512m,uid={RUNNER_UID},gid={SANDBOX_GID},mode=2775"
-        self.with_kwargs(**run, labels={"io.boxwright.testcontainer": "1"})
+        self.with_kwargs(**run, labels={labels.PREFIX + "testcontainer": "1"})
         self.waiting_for(HttpWaitStrategy(AGENT_PORT, "/healthz").for_status_code(200))
         self._http: httpx.Client | None = None
         self._ids = itertools.count(1)
