@@ -8,6 +8,7 @@ from typing import Generic, TypeVar
 from rpc.models import browser as b
 from rpc.models import code as c
 from rpc.models import files as f
+from rpc.models import tasks as t
 from rpc.models.base import Params, Result
 from rpc.models.sandbox import SandboxInfoParams, SandboxInfoResult
 
@@ -75,6 +76,17 @@ BROWSER: tuple[Method, ...] = (
     BROWSER_CONSOLE,
 )
 
+# Template runs (the host's RunManager drives them; seed 000). task.start returns at once; task.status
+# long-polls (waitMs is added to its budget); artifacts move in chunks through task.artifact_read.
+TASK_TEMPLATES = Method("task.templates", t.TaskTemplatesParams, t.ListTaskTemplatesResponse, 5_000)
+TASK_START = Method("task.start", t.TaskStartParams, t.TaskStatus, 15_000)
+TASK_STATUS = Method("task.status", t.TaskStatusParams, t.TaskStatus, 5_000)
+TASK_CANCEL = Method("task.cancel", t.TaskCancelParams, t.CancelTaskRunResponse, 5_000)
+TASK_LIST = Method("task.list", t.TaskListParams, t.TaskListResult, 5_000)
+TASK_ARTIFACT_READ = Method("task.artifact_read", t.TaskArtifactReadParams, t.ArtifactChunk, 15_000)
+
+TASKS: tuple[Method, ...] = (TASK_TEMPLATES, TASK_START, TASK_STATUS, TASK_CANCEL, TASK_LIST, TASK_ARTIFACT_READ)
+
 ALL: tuple[Method, ...] = (
     SANDBOX_INFO,
     CODE_RUN,
@@ -85,6 +97,7 @@ ALL: tuple[Method, ...] = (
     FILE_WRITE,
     FILE_LIST,
     *BROWSER,
+    *TASKS,
 )
 BY_NAME: dict[str, Method] = {m.name: m for m in ALL}
 
