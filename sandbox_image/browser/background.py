@@ -12,11 +12,12 @@ log = logging.getLogger("boxwright.agent.browser")
 _tasks: set[asyncio.Task[Any]] = set()
 
 
-def spawn(coro: Coroutine[Any, Any, Any]) -> None:
+def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
     """Run `coro` in the background, holding a reference so it is not garbage-collected mid-way."""
     task = asyncio.get_running_loop().create_task(coro)
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
+    return task
 
 
 async def quietly(aw: Awaitable[Any]) -> None:

@@ -57,28 +57,34 @@ class BrowserService:
         session = self.sessions.get(params.sessionId)
         return session.tab(params.tabId) if params.tabId else await session.active_tab()
 
+    async def perform(self, name: str, tab: Tab, operation: Operation[P, R], params: P, deadline: Deadline) -> R:
+        """Run one operation on a given tab: its lock, a live page, and Playwright failures as clean errors.
+
+        The RPC handlers and the template runs (sandbox_image/tasks) both come through here.
+        """
+        budget = Budget.of(deadline, getattr(params, "timeoutMs", None))
+        async with tab.lock:
+            try:
+                await tab.ensure_page()
+                return await operation(tab, params, budget)
+            except PlaywrightTimeoutError:
+                raise BoxwrightError(
+                    ErrorCode.OPERATION_TIMEOUT,
+                    f"{name} did not finish within {budget.total_ms} ms",
+                    details={"method": name, "timeoutMs": budget.total_ms},
+                ) from None
+            except PlaywrightError as exc:
+                if not self.engine.connected:
+                    raise BoxwrightError(
+                        ErrorCode.PAGE_CRASHED,
+                        "the browser died during the call; the next call starts a new one",
+                        details={"tabId": tab.id},
+                    ) from None
+                raise execution_error(name, exc, tabId=tab.id) from None
+
     def tab_handler(self, method: Method[P, R], operation: Operation[P, R]) -> Handler[P, R]:
         async def handle(params: P, deadline: Deadline) -> R:
-            budget = Budget.of(deadline, getattr(params, "timeoutMs", None))
-            tab = await self._tab(params)
-            async with tab.lock:
-                try:
-                    await tab.ensure_page()
-                    return await operation(tab, params, budget)
-                except PlaywrightTimeoutError:
-                    raise BoxwrightError(
-                        ErrorCode.OPERATION_TIMEOUT,
-                        f"{method.name} did not finish within {budget.total_ms} ms",
-                        details={"method": method.name, "timeoutMs": budget.total_ms},
-                    ) from None
-                except PlaywrightError as exc:
-                    if not self.engine.connected:
-                        raise BoxwrightError(
-                            ErrorCode.PAGE_CRASHED,
-                            "the browser died during the call; the next call starts a new one",
-                            details={"tabId": tab.id},
-                        ) from None
-                    raise execution_error(method.name, exc, tabId=tab.id) from None
+            return await self.perform(method.name, await self._tab(params), operation, params, deadline)
 
         return handle
 
