@@ -8,7 +8,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from rpc.models.sandbox import Health
-from sandbox_image import browser, files, info
+from sandbox_image import browser, files, info, tasks
 from sandbox_image.auth import TokenAuth
 from sandbox_image.code import client as code_client
 from sandbox_image.config import SandboxSettings
@@ -24,6 +24,7 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
     files.register(dispatcher, files.Workspace(settings.workspace))
     code_client.register(dispatcher, runner)
     browser_service = browser.register(dispatcher, settings)
+    task_service = tasks.register(dispatcher, browser_service)
 
     async def health() -> Health:
         return await info.health(runner)
@@ -40,5 +41,6 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
 
     app.on_cleanup.append(close_runner)
     app.on_startup.append(browser_service.on_startup)
+    app.on_cleanup.append(task_service.on_cleanup)  # runs end before the browser closes
     app.on_cleanup.append(browser_service.on_cleanup)
     return app

@@ -191,6 +191,9 @@ class LoginInputs(Params):
     submit: LoginSubmit | None = Field(None, description="Default: press Enter in the last field")
     success: LoginSuccess
     navigationTimeoutMs: NavigationTimeout = 30_000
+    actionTimeoutMs: int = Field(
+        10_000, ge=500, le=120_000, description="How long a field or button may take to appear"
+    )
     verifyTimeoutMs: int = Field(10_000, ge=500, le=120_000, description="How long to wait for the success condition")
 
 
