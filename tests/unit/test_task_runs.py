@@ -10,6 +10,7 @@ import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
+import jsonschema
 import pytest
 from aiohttp import web
 
@@ -80,6 +81,12 @@ async def read_artifact(agent: BrowserDriver, run_id: str, artifact_id: str, lim
         assert chunks < 1000
 
 
+async def conforms(agent: BrowserDriver, status: dict[str, Any]) -> None:
+    """The run's result validates against its template's published outputsSchema."""
+    templates = {t["templateId"]: t for t in (await agent.call("task.templates"))["templates"]}
+    jsonschema.validate(status["result"], templates[status["templateId"]]["outputsSchema"])
+
+
 async def session_ids(agent: BrowserDriver) -> set[str]:
     return {s["sessionId"] for s in (await agent.call("browser.sessions"))["sessions"]}
 
@@ -93,6 +100,7 @@ async def test_partial_success_keeps_input_order(agent: BrowserDriver, site: Tas
     status = await finish(agent, run_id)
 
     assert status["status"] == "partial_success" and status["error"] is None
+    await conforms(agent, status)
     assert status["result"]["summary"] == {"total": 12, "succeeded": 8, "failed": 4, "skipped": 0}
     assert status["progress"] == {"totalSteps": 12, "doneSteps": 12}
     items = status["result"]["items"]
@@ -232,6 +240,7 @@ async def test_multi_tab_compare(agent: BrowserDriver, site: TaskSite) -> None:
     status = await finish(agent, run_id)
     assert status["status"] == "succeeded"
     assert [s["name"] for s in status["steps"]][-1] == "compare" and status["progress"]["doneSteps"] == 4
+    await conforms(agent, status)
     result = status["result"]
     assert result["summary"] == {"total": 3, "succeeded": 3, "failed": 0, "skipped": 0}
     assert [i["title"] for i in result["items"]] == ["Acme Store", "Bolt Store", "Acme Store"]
@@ -262,6 +271,7 @@ async def test_login_keeps_the_session(agent: BrowserDriver, site: TaskSite) -> 
     run_id = await start(agent, "login_keep_session", inputs)
     status = await finish(agent, run_id)
     assert status["status"] == "succeeded", status["error"]
+    await conforms(agent, status)
     result = status["result"]
     assert result["loggedIn"] and result["finalUrl"] == site.url("/account")
     assert [i["name"] for i in result["items"]] == ["open", "fill label 'Email'", "fill #password", "submit", "verify"]
