@@ -40,6 +40,12 @@ NavigationTimeout = Annotated[
 ]
 
 
+class TemplateOutput(Result):
+    """Every template's result starts with a summary of its items (seed 000 §4)."""
+
+    summary: ResultSummary
+
+
 class PageOutcome(Result):
     """What every per-URL item says, whatever the template."""
 
@@ -88,8 +94,7 @@ class BatchExtractItem(PageOutcome):
     contentTruncated: bool | None = None
 
 
-class BatchExtractOutput(Result):
-    summary: ResultSummary
+class BatchExtractOutput(TemplateOutput):
     items: list[BatchExtractItem] = Field(description="One per input URL, in input order")
 
 
@@ -138,8 +143,7 @@ class Comparison(Result):
     wordCountMax: int
 
 
-class CompareOutput(Result):
-    summary: ResultSummary
+class CompareOutput(TemplateOutput):
     items: list[CompareItem] = Field(description="One per input URL, in input order")
     comparison: Comparison | None = Field(None, description="Across the pages that loaded (none if none did)")
 
@@ -197,7 +201,7 @@ class LoginInputs(Params):
     verifyTimeoutMs: int = Field(10_000, ge=500, le=120_000, description="How long to wait for the success condition")
 
 
-class LoginOutput(Result):
+class LoginOutput(TemplateOutput):
     summary: ResultSummary = Field(description="Over the login's steps")
     items: list[StepInfo] = Field(description="The steps: open, fill…, submit, verify (no field values)")
     loggedIn: bool

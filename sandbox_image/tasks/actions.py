@@ -168,11 +168,11 @@ class RunBrowser:
     async def submit(self, tab: Tab, submit: LoginSubmit | None, timeout_ms: int = ACTION_TIMEOUT_MS) -> ActionResult:
         """Click the submit button, or press Enter in the focused (last filled) field."""
         if submit is None:
-            params = PressKeyParams(key="Enter", timeoutMs=timeout_ms)
-            return await self._perform("submit", tab, interaction.press_key, params)
+            enter = PressKeyParams(key="Enter", timeoutMs=timeout_ms)
+            return await self._perform("submit", tab, interaction.press_key, enter)
         if submit.selector is not None:
-            params = ClickParams(selector=submit.selector, timeoutMs=timeout_ms)
-            return await self._perform("submit", tab, interaction.click, params)
+            click = ClickParams(selector=submit.selector, timeoutMs=timeout_ms)
+            return await self._perform("submit", tab, interaction.click, click)
         assert submit.text is not None
         return await self._perform("submit", tab, _click_button, LabelParams(label=submit.text, timeoutMs=timeout_ms))
 

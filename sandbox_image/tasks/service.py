@@ -199,7 +199,7 @@ class TaskService:
         """Decide the outcome, release the session (unless kept), then publish: once the host sees the
         terminal state, nothing of the run is still open."""
         output = template.output(ctx)
-        summary = output.summary  # type: ignore[attr-defined]
+        summary = output.summary
         status = "failed" if crashed else decide(run.spec, summary, canceled=run.cancel_requested)
         error = run_error(run, status, timed_out=ctx.executor.timed_out())
         if crashed:

@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
@@ -24,7 +23,7 @@ from rpc.models.tasks import (
     TaskStatus,
     TaskStatusParams,
 )
-from rpc.models.templates import BatchExtractInputs
+from rpc.models.templates import BatchExtractInputs, TemplateOutput
 from rpc.templates import BATCH_EXTRACT_PAGES, MULTI_TAB_COMPARE, TemplateSpec
 from sandbox_image.browser import BrowserService, BrowserSettings
 from sandbox_image.tasks.artifacts import json_artifact
@@ -39,8 +38,7 @@ DEADLINE = Deadline.after(3600)
 URL = "https://example.com/"
 
 
-class Out(BaseModel):
-    summary: ResultSummary
+class Out(TemplateOutput):
     items: list[dict[str, Any]]
 
 
@@ -202,9 +200,10 @@ async def test_large_results_are_inlined_short_and_read_in_chunks() -> None:
     template = scripted(script, steps=40)
     base_output = template.output
 
-    def output(ctx: RunContext[Any]) -> BaseModel:
+    def output(ctx: RunContext[Any]) -> TemplateOutput:
         out = base_output(ctx)
-        for item in out.items:  # type: ignore[attr-defined]
+        assert isinstance(out, Out)
+        for item in out.items:
             item["content"] = big  # ~1.6 MB in all: the heavy field dropped first when inlining
         return out
 

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rpc.errors import ErrorCode
-from rpc.models.templates import PageOutcome
+from rpc.models.templates import PageOutcome, TemplateOutput
 from rpc.templates import TemplateSpec
 from sandbox_image.tasks.artifacts import Artifact, json_artifact
 from sandbox_image.tasks.context import RunContext
@@ -28,8 +28,8 @@ class Template:
     spec: TemplateSpec
     plan: Callable[[Any], list[str]]  # the step names, from the inputs
     execute: Callable[[RunContext[Any]], Awaitable[None]]
-    output: Callable[[RunContext[Any]], BaseModel]  # from the steps so far: partial while running, final after
-    artifacts: Callable[[BaseModel], list[Artifact]] = lambda output: [result_json(output)]
+    output: Callable[[RunContext[Any]], TemplateOutput]  # from the steps so far: partial while running, final after
+    artifacts: Callable[[TemplateOutput], list[Artifact]] = lambda output: [result_json(output)]
     tabs_needed: Callable[[Any], int] = lambda _inputs: 1  # free tab slots the run needs in its session
     keeps_session: bool = False  # keep a session the run created when it succeeds
 

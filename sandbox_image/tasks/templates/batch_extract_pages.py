@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import time
 
-from pydantic import BaseModel
-
 from rpc.models.tasks import ResultSummary
-from rpc.models.templates import MAX_BATCH_CONCURRENCY, BatchExtractInputs, BatchExtractItem, BatchExtractOutput
+from rpc.models.templates import (
+    MAX_BATCH_CONCURRENCY,
+    BatchExtractInputs,
+    BatchExtractItem,
+    BatchExtractOutput,
+    TemplateOutput,
+)
 from rpc.templates import BATCH_EXTRACT_PAGES
 from sandbox_image.browser.urls import redact
 from sandbox_image.tasks.actions import RunBrowser
@@ -93,7 +97,7 @@ def summarize(items: list[BatchExtractItem], total: int) -> ResultSummary:
     )
 
 
-def artifacts(result: BaseModel) -> list[Artifact]:
+def artifacts(result: TemplateOutput) -> list[Artifact]:
     assert isinstance(result, BatchExtractOutput)
     rows = [
         [i.url, i.success, i.status, i.httpStatus, i.finalUrl, i.title, i.pageType, i.elementCount,

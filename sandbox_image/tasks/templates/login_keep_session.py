@@ -86,7 +86,12 @@ async def execute(ctx: RunContext[LoginInputs]) -> None:
         except BoxwrightError as exc:
             raise scrub(exc, secrets) from None
 
-    bodies = [open_page, *(partial(fill, f) for f in inputs.fields), submit, verify]
+    bodies: list[Callable[[], Awaitable[None]]] = [
+        open_page,
+        *(partial(fill, f) for f in inputs.fields),
+        submit,
+        verify,
+    ]
     for step, body in zip(ctx.run.steps, bodies, strict=True):
         await ctx.executor.execute(step, partial(guarded, body))
         if step.status != "succeeded":
