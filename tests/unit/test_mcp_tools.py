@@ -24,7 +24,8 @@ from rpc import methods
 from rpc.errors import unauthorized
 from tests.integration.mcp_helpers import Session
 
-FORWARDED = [m for m in methods.ALL if m is not methods.SANDBOX_INFO]
+# task.* are not tools of their own: the host's RunManager drives them behind the template-run tools.
+FORWARDED = [m for m in methods.ALL if m is not methods.SANDBOX_INFO and m not in methods.TASKS]
 
 
 LOCAL = CallerResolver("stdio")

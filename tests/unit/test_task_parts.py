@@ -25,7 +25,8 @@ from rpc.models.tasks import (
 )
 from rpc.models.templates import BatchExtractInputs, TemplateOutput
 from rpc.templates import BATCH_EXTRACT_PAGES, MULTI_TAB_COMPARE, TemplateSpec
-from sandbox_image.browser import BrowserService, BrowserSettings
+from sandbox_image.browser import BrowserService
+from sandbox_image.config import SandboxSettings
 from sandbox_image.tasks.artifacts import json_artifact
 from sandbox_image.tasks.context import RunContext
 from sandbox_image.tasks.executor import ActionError
@@ -83,7 +84,7 @@ def scripted(script: Script, steps: int = 3) -> Template:
 
 def service_with(template: Template) -> TaskService:
     # No tab is ever opened here, so no Chromium is launched.
-    browser = BrowserService(BrowserSettings(executable="/nonexistent/chromium"))
+    browser = BrowserService(SandboxSettings(chromium="/nonexistent/chromium"))
     return TaskService(browser, templates={"batch_extract_pages": template})
 
 

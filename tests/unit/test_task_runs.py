@@ -18,7 +18,7 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.tasks import TERMINAL_STATUSES
 from sandbox_image import browser as browser_feature
 from sandbox_image import tasks as tasks_feature
-from sandbox_image.browser import BrowserSettings
+from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 from tests.unit.browser_harness import CHROMIUM, BrowserDriver
 from tests.unit.task_site import PASSWORD, TaskSite, serve
@@ -36,7 +36,7 @@ async def site_fixture() -> AsyncIterator[TaskSite]:
 async def agent_fixture() -> AsyncIterator[BrowserDriver]:
     """The agent's browser and task features on one dispatcher, as agent.py assembles them."""
     dispatcher = Dispatcher("agent")
-    service = browser_feature.register(dispatcher, BrowserSettings(executable=CHROMIUM))
+    service = browser_feature.register(dispatcher, SandboxSettings(chromium=CHROMIUM))
     task_service = tasks_feature.register(dispatcher, service)
     yield BrowserDriver(service, dispatcher)
     await task_service.on_cleanup(web.Application())
