@@ -3,16 +3,22 @@
     def test_hello(boxwright_sandbox):
         assert boxwright_sandbox.run_code("print('hi')").stdout == "hi\\n"
 
-Imports are lazy so that merely having Boxwright installed costs other test suites nothing.
+pytest loads this module in every environment Boxwright is installed into, so it imports nothing
+beyond pytest at load time: testcontainers (the `testing` extra) and the Docker SDK are imported
+only when a test asks for a fixture, and a missing testcontainers is then a clear failure of that
+test alone.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+
+from host.testing import TESTING_EXTRA_HINT
 
 if TYPE_CHECKING:
     from host.testing.container import BoxwrightContainer
@@ -29,10 +35,13 @@ def boxwright_image() -> str:
 
 
 @pytest.fixture
-def boxwright_sandbox(boxwright_image: str) -> Iterator[BoxwrightContainer]:
+def boxwright_sandbox(request: pytest.FixtureRequest) -> Iterator[BoxwrightContainer]:
     """A fresh hardened sandbox per test, removed afterwards."""
+    if importlib.util.find_spec("testcontainers") is None:
+        pytest.fail(f"the boxwright_sandbox fixture needs testcontainers: {TESTING_EXTRA_HINT}", pytrace=False)
+    image: str = request.getfixturevalue("boxwright_image")  # checked first: no image build in vain
     os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
     from host.testing.container import BoxwrightContainer
 
-    with BoxwrightContainer(boxwright_image) as box:
+    with BoxwrightContainer(image) as box:
         yield box
