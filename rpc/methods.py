@@ -32,6 +32,7 @@ PROCESS_KILL = Method("process.kill", c.ProcessKillParams, c.ProcessKillResult, 
 FILE_READ = Method("file.read", f.FileReadParams, f.FileReadResult)
 FILE_WRITE = Method("file.write", f.FileWriteParams, f.FileWriteResult)
 FILE_LIST = Method("file.list", f.FileListParams, f.FileListResult)
+FILE_DELETE = Method("file.delete", f.FileDeleteParams, f.FileDeleteResult)
 
 # Browser. Budgets come from each call's timeoutMs where it has one.
 BROWSER_GOTO = Method("browser.goto", b.GotoParams, b.GotoResult)
@@ -96,6 +97,7 @@ ALL: tuple[Method, ...] = (
     FILE_READ,
     FILE_WRITE,
     FILE_LIST,
+    FILE_DELETE,
     *BROWSER,
     *TASKS,
 )

@@ -1,14 +1,14 @@
-"""Workspace file methods (file.read / file.write / file.list), run in the agent as user `agent`."""
+"""Workspace file methods (file.read / file.write / file.list / file.delete), run in the agent as user `agent`."""
 
 from __future__ import annotations
 
 import asyncio
 
 from rpc.deadline import Deadline
-from rpc.methods import FILE_LIST, FILE_READ, FILE_WRITE
+from rpc.methods import FILE_DELETE, FILE_LIST, FILE_READ, FILE_WRITE
 from rpc.models import files as f
 from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.files.ops import list_dir, read_file, write_file
+from sandbox_image.files.ops import delete_path, list_dir, read_file, write_file
 from sandbox_image.files.workspace import Workspace
 
 __all__ = ["Workspace", "register"]
@@ -26,6 +26,10 @@ def register(dispatcher: Dispatcher, workspace: Workspace) -> None:
     async def list_(params: f.FileListParams, _deadline: Deadline) -> f.FileListResult:
         return await asyncio.to_thread(list_dir, workspace, params)
 
+    async def delete(params: f.FileDeleteParams, _deadline: Deadline) -> f.FileDeleteResult:
+        return await asyncio.to_thread(delete_path, workspace, params)
+
     dispatcher.register(FILE_READ, read)
     dispatcher.register(FILE_WRITE, write)
     dispatcher.register(FILE_LIST, list_)
+    dispatcher.register(FILE_DELETE, delete)

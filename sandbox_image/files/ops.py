@@ -1,4 +1,4 @@
-"""file.read / file.write / file.list on top of the confined `Workspace` walk.
+"""file.read / file.write / file.list / file.delete on top of the confined `Workspace` walk.
 
 Synchronous on purpose (plain syscalls); the handlers run them in a worker thread. Every file is
 opened relative to a held directory fd with O_NOFOLLOW|O_NONBLOCK and checked to be a regular
@@ -12,6 +12,7 @@ import binascii
 import errno
 import os
 import secrets
+import shutil
 import stat
 from collections import deque
 from contextlib import suppress
@@ -20,6 +21,8 @@ from datetime import UTC, datetime
 from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.models.files import (
     MAX_WRITE_BYTES,
+    FileDeleteParams,
+    FileDeleteResult,
     FileEntry,
     FileListParams,
     FileListResult,
@@ -28,7 +31,8 @@ from rpc.models.files import (
     FileWriteParams,
     FileWriteResult,
 )
-from sandbox_image.files.workspace import Target, Workspace, kind_of, os_error
+from sandbox_image.files.names import fs_path, printable, wire_path
+from sandbox_image.files.workspace import Target, Workspace, kind_of, os_error, split_relative
 from sandbox_image.utf8 import complete_prefix_len, ends_inside_sequence, is_continuation
 
 _ATTEMPTS = 3  # re-resolve when the final component is swapped for a symlink under our feet
@@ -124,8 +128,9 @@ def _text_part(fd: int, rel: str, data: bytes, offset: int, limit: int, eof: boo
 
 
 def read_file(ws: Workspace, params: FileReadParams) -> FileReadResult:
+    path = fs_path(params)
     try:
-        fd, rel = _open_for_read(ws, params.path)
+        fd, rel = _open_for_read(ws, path)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -140,10 +145,10 @@ def read_file(ws: Workspace, params: FileReadParams) -> FileReadResult:
         finally:
             os.close(fd)
     except OSError as exc:
-        raise os_error(exc, params.path) from None
+        raise os_error(exc, printable(path)) from None
     length = len(data)
     return FileReadResult(
-        path=rel,
+        **wire_path(rel),
         content=content,
         encoding=params.encoding,
         size=max(st.st_size, params.offset + length if length else 0),  # the file may grow while read
@@ -243,9 +248,10 @@ def _replace(target: Target, data: bytes) -> int:
 
 def write_file(ws: Workspace, params: FileWriteParams) -> FileWriteResult:
     data = decode_content(params)
+    path = fs_path(params)
     try:
         for _ in range(_ATTEMPTS):
-            with ws.locate(params.path, create_parents=params.createParents) as target:
+            with ws.locate(path, create_parents=params.createParents) as target:
                 _check_target_is_file(target)
                 created = target.stat is None
                 try:
@@ -254,10 +260,10 @@ def write_file(ws: Workspace, params: FileWriteParams) -> FileWriteResult:
                     if exc.errno == errno.ELOOP:  # became a symlink after the walk: resolve it again
                         continue
                     raise
-                return FileWriteResult(path=target.rel, size=size, created=created)
+                return FileWriteResult(**wire_path(target.rel), size=size, created=created)
     except OSError as exc:
-        raise os_error(exc, params.path) from None
-    raise _changing(params.path)
+        raise os_error(exc, printable(path)) from None
+    raise _changing(printable(path))
 
 
 # ---------------------------------------------------------------- list
@@ -293,11 +299,12 @@ def _open_below(base_fd: int, names: list[str]) -> int:
 
 def list_dir(ws: Workspace, params: FileListParams) -> FileListResult:
     """Breadth-first (so a truncated listing keeps the shallow entries), then sorted in tree order."""
+    path = fs_path(params)
     try:
-        base_fd, base_rel = _open_listed_dir(ws, params.path)
+        base_fd, base_rel = _open_listed_dir(ws, path)
     except OSError as exc:
-        raise os_error(exc, params.path) from None
-    entries: list[FileEntry] = []
+        raise os_error(exc, printable(path)) from None
+    found: list[tuple[list[str], FileEntry]] = []  # sorted by the real names, not their printable forms
     truncated = False
     pending: deque[list[str]] = deque([[]])
     try:
@@ -313,7 +320,7 @@ def list_dir(ws: Workspace, params: FileListParams) -> FileListResult:
                 with os.scandir(fd) as it:
                     items = sorted(it, key=lambda e: e.name)
                 for item in items:
-                    if len(entries) >= params.maxEntries:
+                    if len(found) >= params.maxEntries:
                         truncated = True
                         break
                     try:
@@ -321,17 +328,75 @@ def list_dir(ws: Workspace, params: FileListParams) -> FileListResult:
                     except FileNotFoundError:
                         continue
                     kind = kind_of(st.st_mode)
-                    rel = "/".join([*([] if base_rel == "." else [base_rel]), *names, item.name])
-                    entries.append(
-                        FileEntry(name=item.name, path=rel, type=kind, size=st.st_size, mtime=iso_utc(st.st_mtime))
+                    parts = [*([] if base_rel == "." else base_rel.split("/")), *names, item.name]
+                    entry = FileEntry(
+                        **wire_path("/".join(parts)),
+                        name=printable(item.name),
+                        type=kind,
+                        size=st.st_size,
+                        mtime=iso_utc(st.st_mtime),
                     )
+                    found.append((parts, entry))
                     if params.recursive and kind == "directory":
                         pending.append([*names, item.name])
             finally:
                 os.close(fd)
     except OSError as exc:
-        raise os_error(exc, params.path) from None
+        raise os_error(exc, printable(path)) from None
     finally:
         os.close(base_fd)
-    entries.sort(key=lambda e: e.path.split("/"))
-    return FileListResult(path=base_rel, entries=entries, truncated=truncated)
+    found.sort(key=lambda pair: pair[0])
+    return FileListResult(**wire_path(base_rel), entries=[entry for _, entry in found], truncated=truncated)
+
+
+# ---------------------------------------------------------------- delete
+
+
+def _refuse_delete(path: str, why: str) -> BoxwrightError:
+    return invalid_parameter(
+        "path",
+        why,
+        message=f"cannot delete {printable(path)!r}: {why}",
+        hint="name a file, symlink or directory inside the workspace",
+    )
+
+
+def delete_path(ws: Workspace, params: FileDeleteParams) -> FileDeleteResult:
+    """Unlink the last component in its (confined) parent directory: a symlink goes itself, never its
+    target; a directory only when empty, or with `recursive` (shutil.rmtree on the held parent fd,
+    which never follows symlinks)."""
+    path = fs_path(params)
+    parts = split_relative(path)
+    if not parts:
+        raise _refuse_delete(path, "that is the workspace itself")
+    if parts[-1] == "..":
+        raise _refuse_delete(path, "the path must end in a name, not '..'")
+    shown = printable(path)
+    try:
+        parent_fd, parent_rel = _open_listed_dir(ws, "/".join(parts[:-1]) or ".")
+        try:
+            name = parts[-1]
+            st = os.lstat(name, dir_fd=parent_fd)
+            kind = kind_of(st.st_mode)
+            if kind != "directory":
+                os.unlink(name, dir_fd=parent_fd)
+            elif params.recursive:
+                shutil.rmtree(name, dir_fd=parent_fd)
+            else:
+                try:
+                    os.rmdir(name, dir_fd=parent_fd)
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                        raise
+                    raise invalid_parameter(
+                        "recursive",
+                        "directory not empty",
+                        message=f"{shown!r} is a directory that is not empty",
+                        hint="pass recursive: true to delete it with everything in it",
+                    ) from None
+        finally:
+            os.close(parent_fd)
+    except OSError as exc:
+        raise os_error(exc, shown) from None
+    rel = name if parent_rel == "." else f"{parent_rel}/{name}"
+    return FileDeleteResult(**wire_path(rel), type=kind)

@@ -42,7 +42,7 @@ async def test_tool_names_and_schemas_derive_from_the_methods(services: Services
     async with serving(services) as mcp:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
     assert set(tools) == {"sandbox_create", "sandbox_destroy", "sandbox_list"} | {tool_name(m) for m in FORWARDED}
-    assert len(FORWARDED) == 26
+    assert len(FORWARDED) == 27
     for method in FORWARDED:
         tool = tools[tool_name(method)]
         params = method.params.model_json_schema()
@@ -72,6 +72,9 @@ async def _code_files_and_processes(mcp: Session, fake: FakeBackend) -> None:
     assert read.data["content"] == "hé" and read.summary == "file_read ok: notes/a.txt (3 bytes, utf-8)"
     listed = await mcp.ok("file_list", {"path": "notes"})
     assert [e["name"] for e in listed["entries"]] == ["a.txt"]
+    deleted = await mcp.call("file_delete", {"path": "notes/a.txt"})
+    assert deleted.summary == "file_delete ok: deleted file notes/a.txt"
+    assert (await mcp.ok("file_list", {"path": "notes"}))["entries"] == []
 
     started = await mcp.ok("code_run", {"language": "bash", "code": "echo up; sleep 60", "background": True})
     pid = started["processId"]
@@ -141,7 +144,7 @@ async def test_toolsets_choose_tool_groups(services: Services) -> None:
         "process_output",
         "process_kill",
     }
-    assert len(tool_specs(services)) == 29 and set(TOOLSETS) == {"sandbox", "code", "files", "browser"}
+    assert len(tool_specs(services)) == 30 and set(TOOLSETS) == {"sandbox", "code", "files", "browser"}
     with pytest.raises(ValueError, match="unknown toolset"):
         tool_specs(services, ["nope"])
 

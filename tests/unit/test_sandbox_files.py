@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.models.files import FileListParams, FileReadParams, FileWriteParams
+from rpc.models.files import FileDeleteParams, FileListParams, FileReadParams, FileWriteParams
 from sandbox_image.files import ops
-from sandbox_image.files.ops import list_dir, read_file, write_file
+from sandbox_image.files.ops import delete_path, list_dir, read_file, write_file
 from sandbox_image.files.workspace import Workspace
 
 
@@ -311,3 +311,76 @@ def test_list_max_entries_truncates_keeping_shallow_entries(ws: Workspace, tree:
     assert {e.path for e in result.entries} == {"a", "a-b", "b.txt", "escape", "fifo", "link"}
     exact = list_dir(ws, FileListParams(recursive=True, maxEntries=9))
     assert not exact.truncated and len(exact.entries) == 9
+
+
+# ---------------------------------------------------------------- names that are not UTF-8
+
+ODD = b"caf\xe9.txt"  # Latin-1, as unzipped archives leave it
+ODD_B64 = base64.b64encode(b"d/" + ODD).decode()
+
+
+def test_non_utf8_names_are_valid_text_with_their_exact_bytes(ws: Workspace, workspace: Path) -> None:
+    (workspace / "d").mkdir()
+    with open(os.fsencode(workspace) + b"/d/" + ODD, "wb") as fh:
+        fh.write(b"bonjour")
+    (workspace / "d" / "plain.txt").write_text("p")
+    listing = list_dir(ws, FileListParams(path="d"))
+    wire = listing.model_dump_json()
+    wire.encode("utf-8")  # no lone surrogates: valid JSON text for strict clients
+    odd, plain = listing.entries
+    assert odd.name == "caf\\xe9.txt" and odd.path == "d/caf\\xe9.txt" and odd.pathBase64 == ODD_B64
+    assert plain.pathBase64 is None and listing.pathBase64 is None
+    got = read_file(ws, FileReadParams(path=odd.pathBase64, pathEncoding="base64"))
+    assert got.content == "bonjour" and got.pathBase64 == ODD_B64 and got.path == "d/caf\\xe9.txt"
+    written = write_file(ws, FileWriteParams(path=ODD_B64, pathEncoding="base64", content="!", append=True))
+    assert written.size == 8 and written.pathBase64 == ODD_B64
+    # The printable form is a different (nonexistent) name: it never silently hits the odd file.
+    assert code_of(lambda: read(ws, odd.path)) == ErrorCode.FILE_NOT_FOUND
+
+
+def test_path_encoding_base64_must_be_base64(ws: Workspace) -> None:
+    for bad in ("not base64!", "===="):
+        assert code_of(lambda p=bad: read(ws, p, pathEncoding="base64")) == ErrorCode.INVALID_PARAMETER
+
+
+# ---------------------------------------------------------------- delete
+
+
+def delete(ws: Workspace, path: str, **kw: Any) -> Any:
+    return delete_path(ws, FileDeleteParams(path=path, **kw))
+
+
+def test_delete_file_symlink_and_directories(ws: Workspace, tree: Path, outside: Path) -> None:
+    assert delete(ws, "b.txt").type == "file" and not (tree / "b.txt").exists()
+    assert delete(ws, "escape").type == "symlink"  # the link, not what it points at
+    assert not (tree / "escape").is_symlink() and (outside / "secret.txt").exists()
+    assert delete(ws, "link").type == "symlink" and (tree / "a" / "inner.txt").exists()
+    assert delete(ws, "a-b").type == "directory"  # empty
+    with pytest.raises(BoxwrightError) as info:
+        delete(ws, "a")
+    assert info.value.code == ErrorCode.INVALID_PARAMETER and "recursive" in info.value.hint
+    assert delete(ws, "a", recursive=True).path == "a" and not (tree / "a").exists()
+    assert delete(ws, "fifo").type == "other"
+
+
+def test_delete_refuses_the_workspace_escapes_and_missing_files(ws: Workspace, tree: Path, outside: Path) -> None:
+    for path in (".", "a/..", "./"):
+        assert code_of(lambda p=path: delete(ws, p, recursive=True)) == ErrorCode.INVALID_PARAMETER, path
+    for path in ("../x", "/etc/passwd", "escape/secret.txt"):
+        assert code_of(lambda p=path: delete(ws, p)) == ErrorCode.PATH_OUTSIDE_WORKSPACE, path
+    assert (outside / "secret.txt").exists()
+    assert code_of(lambda: delete(ws, "nope.txt")) == ErrorCode.FILE_NOT_FOUND
+    assert code_of(lambda: delete(ws, "b.txt/x")) == ErrorCode.NOT_A_DIRECTORY
+
+
+def test_delete_through_an_inside_symlink_deletes_inside(ws: Workspace, tree: Path) -> None:
+    assert delete(ws, "link/inner.txt").path == "a/inner.txt"
+    assert not (tree / "a" / "inner.txt").exists()
+
+
+def test_delete_by_raw_bytes(ws: Workspace, workspace: Path) -> None:
+    (workspace / "d").mkdir()
+    with open(os.fsencode(workspace) + b"/d/" + ODD, "wb") as fh:
+        fh.write(b"x")
+    gone = delete(ws, ODD_B64, pathEncoding="base64")
+    assert gone.pathBase64 == ODD_B64 and os.listdir(workspace / "d") == []
