@@ -88,7 +88,7 @@ def build_tool(spec: ToolSpec[Any], resolve_caller: Callable[[Context], Caller])
                     ErrorCode.TOOL_TIMEOUT, f"{spec.name} did not finish within {spec.budget_s(args):.0f}s"
                 ) from None
             sandbox_id = out.sandbox_id or sandbox_id
-            return success(out.summary, out.result, out.extra)
+            return success(spec.name, out.summary, out.result, out.extra)
         except BoxwrightError as exc:
             outcome = exc.code.value
             sandbox_id = exc.details.get("sandboxId", sandbox_id)

@@ -20,6 +20,7 @@ from host import __version__
 from host.mcp.auth import BearerAuthMiddleware, TokenStore
 from host.mcp.caller import CallerResolver
 from host.mcp.registry import ToolSpec, build_tool
+from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
 from host.mcp.tools import browser, code, files, sandbox
 from host.sandboxes.models import Caller
 from host.services import Services
@@ -93,12 +94,15 @@ def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) ->
     if not _is_loopback(host):
         allowed = [f"{host}:{port}", host]
         security = TransportSecuritySettings(allowed_hosts=allowed, allowed_origins=[f"http://{h}" for h in allowed])
-    app = server.streamable_http_app(streamable_http_path="/mcp", host=host, transport_security=security)
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp", host=host, transport_security=security, max_request_body_size=MAX_REQUEST_BYTES
+    )
 
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__})
 
     app.add_route("/healthz", healthz, methods=["GET"])
+    app.add_middleware(RequestSizeLimit)
     if len(tokens):
         app.add_middleware(BearerAuthMiddleware, tokens=tokens)
     return app, server

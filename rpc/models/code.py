@@ -13,7 +13,9 @@ Language = Literal["python", "bash"]
 DEFAULT_CODE_TIMEOUT_MS = 30_000
 MAX_CODE_TIMEOUT_MS = 600_000
 DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
-MAX_OUTPUT_BYTES = 4 * 1024 * 1024
+# Per stream and call; stdout and stderr at this cap, each sent twice (structuredContent and the
+# text block), still fit one MCP message. More output: write it to a file and read it in parts.
+MAX_OUTPUT_BYTES = 1024 * 1024
 
 
 class CodeRunParams(Params):

@@ -39,7 +39,12 @@ class Session:
     async def call(self, tool: str, args: dict[str, Any] | None = None) -> Answer:
         r = await self.client.call_tool(tool, args or {})
         text = r.content[0].text if r.content and r.content[0].type == "text" else ""
-        return Answer(bool(r.is_error), r.structured_content or {}, text)
+        if r.is_error:
+            # Errors carry no structuredContent (strict clients would validate it against the success
+            # schema); the uniform body is the JSON on the text block's last line.
+            assert r.structured_content is None, r.structured_content
+            return Answer(True, json.loads(text.rsplit("\n", 1)[-1]), text)
+        return Answer(False, r.structured_content or {}, text)
 
     async def ok(self, tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
         a = await self.call(tool, args)

@@ -47,9 +47,15 @@ def server() -> MCPServer:
 
 
 async def call(args: dict) -> tuple[bool, dict, str]:
+    """(isError, data, text); on errors `data` is the body on the text's last line, where clients read it."""
     async with Client(server()) as client:
         r = await client.call_tool("echo", args)
-    return r.is_error, r.structured_content, r.content[0].text
+    text = r.content[0].text
+    if r.is_error:
+        # No structuredContent on errors: strict clients validate it against the success outputSchema.
+        assert r.structured_content is None
+        return True, json.loads(text.rsplit("\n", 1)[-1]), text
+    return False, r.structured_content, text
 
 
 async def test_success_has_summary_line_then_the_same_json() -> None:

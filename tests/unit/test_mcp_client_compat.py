@@ -1,0 +1,121 @@
+"""What strict MCP clients need from the server, checked without a sandbox: result shapes and sizes,
+the HTTP request limit (issue 8 items 1, 2).
+The same properties are checked end to end with real clients in tests/integration/compat."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
+from host.mcp.results import MAX_RESULT_BYTES, failure, success, wire_bytes
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.code import MAX_OUTPUT_BYTES, CodeRunResult
+from rpc.models.files import MAX_READ_BYTES, MAX_WRITE_BYTES, FileReadResult
+
+TS_STDIO_LIMIT = 10 * 1024 * 1024
+
+# ---------------------------------------------------------------- results (items 1, 2, 5)
+
+
+def test_failure_has_no_structured_content_and_the_body_on_its_last_line() -> None:
+    exc = BoxwrightError(ErrorCode.FILE_NOT_FOUND, "'x' does not exist", details={"path": "x"})
+    result = failure("file_read", exc)
+    assert result.is_error and result.structured_content is None
+    summary, hint, body = result.content[0].text.split("\n")
+    assert summary == "file_read failed: 'x' does not exist [FILE_NOT_FOUND]"
+    assert hint.startswith("hint: check the path")
+    assert json.loads(body) == exc.to_body().model_dump(mode="json")
+
+
+def test_success_text_is_the_summary_then_compact_json() -> None:
+    data = CodeRunResult(stdout="42\n", exitCode=0, durationMs=5)
+    result = success("code_run", "code_run ok: exit 0", data)
+    summary, body = result.content[0].text.split("\n", 1)
+    assert summary == "code_run ok: exit 0" and "\n" not in body and ": " not in body
+    assert json.loads(body) == result.structured_content == data.model_dump(mode="json")
+
+
+def test_the_largest_advertised_read_fits_one_message() -> None:
+    raw = os.urandom(MAX_READ_BYTES)
+    read = FileReadResult(
+        path="big.bin",
+        content=base64.b64encode(raw).decode(),
+        encoding="base64",
+        size=2 * MAX_READ_BYTES,
+        offset=0,
+        length=MAX_READ_BYTES,
+        eof=False,
+        nextOffset=MAX_READ_BYTES,
+    )
+    assert wire_bytes(success("file_read", "file_read ok", read)) < MAX_RESULT_BYTES
+
+
+def test_the_largest_advertised_code_output_fits_one_message() -> None:
+    line = "x" * 79 + "\n"  # ordinary text: escaping adds a little per line
+    text = line * (MAX_OUTPUT_BYTES // len(line))
+    result = success("code_run", "code_run ok", CodeRunResult(stdout=text, stderr=text, exitCode=0))
+    assert wire_bytes(result) < MAX_RESULT_BYTES
+
+
+def test_the_budget_is_well_below_what_typescript_clients_accept_on_stdio() -> None:
+    assert MAX_RESULT_BYTES <= 0.6 * TS_STDIO_LIMIT
+
+
+def test_a_result_over_the_budget_is_a_clear_error() -> None:
+    escaped = "\x01" * MAX_READ_BYTES  # sixfold in JSON, and again in the text block
+    n = MAX_READ_BYTES
+    read = FileReadResult(path="ctrl.txt", content=escaped, encoding="utf-8", size=n, offset=0, length=n, eof=True)
+    with pytest.raises(BoxwrightError) as info:
+        success("file_read", "file_read ok", read)
+    assert info.value.code == ErrorCode.PAYLOAD_TOO_LARGE
+    assert "limit" in info.value.hint and info.value.details["maxResultBytes"] == MAX_RESULT_BYTES
+
+
+def test_lone_surrogates_never_reach_the_wire() -> None:
+    """A page title or an agent error can carry them; strict clients reject such JSON outright."""
+    data = CodeRunResult(stdout="caf\udce9 \ud800!")
+    result = success("code_run", "code_run ok: \udcff", data)
+    wire = result.model_dump_json(by_alias=True)
+    wire.encode("utf-8")
+    assert result.structured_content["stdout"] == "caf\\xe9 \ufffd!"
+    err = failure("file_read", BoxwrightError(ErrorCode.FILE_NOT_FOUND, "no \udce9", details={"path": "\udce9"}))
+    assert json.loads(err.content[0].text.rsplit("\n", 1)[-1])["details"]["path"] == "\\xe9"
+
+
+def test_the_largest_advertised_write_fits_an_http_request() -> None:
+    content = base64.b64encode(b"\xff" * MAX_WRITE_BYTES).decode()
+    request = {
+        "jsonrpc": "2.0",
+        "id": 12345,
+        "method": "tools/call",
+        "params": {
+            "name": "file_write",
+            "arguments": {"sandboxId": "sbx_0123456789ab", "path": "x" * 200, "content": content, "encoding": "base64"},
+        },
+    }
+    assert len(json.dumps(request)) < 0.75 * MAX_REQUEST_BYTES
+
+
+# ---------------------------------------------------------------- request size (item 2)
+
+
+async def test_an_oversize_request_says_how_to_write_more() -> None:
+    async def ok(_: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    app = RequestSizeLimit(Starlette(routes=[Route("/mcp", ok, methods=["POST"])]), max_bytes=1000)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+        assert (await http.post("/mcp", content=b"x" * 1000)).text == "ok"
+        refused = await http.post("/mcp", content=b"x" * 1001)
+    assert refused.status_code == 413
+    error = refused.json()["error"]
+    assert "append=true" in error["message"] and error["data"]["errorCode"] == "PAYLOAD_TOO_LARGE"
