@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse
 from host import __version__
 from host.mcp.auth import BearerAuthMiddleware, TokenStore
 from host.mcp.caller import CallerResolver
+from host.mcp.capabilities import offer_only_what_exists
 from host.mcp.registry import ToolSpec, build_tool
 from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
 from host.mcp.tools import browser, code, files, sandbox
@@ -50,7 +51,8 @@ def tool_specs(services: Services, toolsets: Sequence[str] | None = None) -> lis
 
 def build_server(services: Services, resolver: Callable[[Context], Caller]) -> MCPServer:
     tools = [build_tool(spec, resolver) for spec in tool_specs(services, services.settings.toolsets)]
-    return MCPServer("boxwright", title="Boxwright", version=__version__, instructions=INSTRUCTIONS, tools=tools)
+    server = MCPServer("boxwright", title="Boxwright", version=__version__, instructions=INSTRUCTIONS, tools=tools)
+    return offer_only_what_exists(server)
 
 
 async def _on_signal(action: Callable[[], None]) -> None:

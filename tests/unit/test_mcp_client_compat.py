@@ -1,5 +1,5 @@
 """What strict MCP clients need from the server, checked without a sandbox: result shapes and sizes,
-the HTTP request limit (issue 8 items 1, 2).
+advertised capabilities, the HTTP request limit (issue 8 items 1–3).
 The same properties are checked end to end with real clients in tests/integration/compat."""
 
 from __future__ import annotations
@@ -10,11 +10,14 @@ import os
 
 import httpx
 import pytest
+from mcp import Client, MCPError
+from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from host.mcp.capabilities import offer_only_what_exists
 from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
 from host.mcp.results import MAX_RESULT_BYTES, failure, success, wire_bytes
 from rpc.errors import BoxwrightError, ErrorCode
@@ -103,6 +106,53 @@ def test_the_largest_advertised_write_fits_an_http_request() -> None:
         },
     }
     assert len(json.dumps(request)) < 0.75 * MAX_REQUEST_BYTES
+
+
+# ---------------------------------------------------------------- capabilities (item 3)
+
+
+def toy_server() -> MCPServer:
+    server = MCPServer("t")
+
+    @server.tool()
+    def hello() -> str:
+        return "hi"
+
+    return offer_only_what_exists(server)
+
+
+async def test_nothing_behind_prompts_and_resources_means_not_advertised_and_method_not_found() -> None:
+    async with Client(toy_server()) as client:
+        caps = client.server_capabilities
+        assert caps.tools is not None and caps.prompts is None and caps.resources is None
+        calls = (lambda: client.get_prompt("x"), lambda: client.list_prompts(), lambda: client.read_resource("a:b"))
+        for call in calls:
+            with pytest.raises(MCPError) as info:
+                await call()
+            assert info.value.error.code == -32601
+
+
+async def test_registering_resources_later_turns_them_on() -> None:
+    server = toy_server()
+
+    @server.resource("boxwright://hello")
+    def hello_resource() -> str:
+        return "hello"
+
+    @server.prompt()
+    def greet() -> str:
+        return "hi"
+
+    async with Client(server) as client:
+        caps = client.server_capabilities
+        assert caps.resources is not None and caps.prompts is not None
+        assert (await client.read_resource("boxwright://hello")).contents[0].text == "hello"
+        with pytest.raises(MCPError) as info:
+            await client.get_prompt("nope")
+        assert info.value.error.code == -32602  # invalid params: unknown prompt name
+        with pytest.raises(MCPError) as info:
+            await client.read_resource("boxwright://nope")
+        assert info.value.error.code in (-32602, -32002)
 
 
 # ---------------------------------------------------------------- request size (item 2)
