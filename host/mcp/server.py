@@ -20,6 +20,7 @@ from host import __version__
 from host.mcp.auth import BearerAuthMiddleware, TokenStore
 from host.mcp.caller import CallerResolver
 from host.mcp.capabilities import offer_only_what_exists
+from host.mcp.event_store import RETRY_INTERVAL_MS, EventLog, give_each_session_its_own_events
 from host.mcp.registry import ToolSpec, build_tool
 from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
 from host.mcp.tools import browser, code, files, sandbox
@@ -96,9 +97,15 @@ def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) ->
     if not _is_loopback(host):
         allowed = [f"{host}:{port}", host]
         security = TransportSecuritySettings(allowed_hosts=allowed, allowed_origins=[f"http://{h}" for h in allowed])
+    # Resumable streams: a priming event and `retry` on every SSE response, missed events replayed.
     app = server.streamable_http_app(
-        streamable_http_path="/mcp", host=host, transport_security=security, max_request_body_size=MAX_REQUEST_BYTES
+        streamable_http_path="/mcp",
+        host=host,
+        transport_security=security,
+        retry_interval=RETRY_INTERVAL_MS,
+        max_request_body_size=MAX_REQUEST_BYTES,
     )
+    give_each_session_its_own_events(server.session_manager, EventLog())
 
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__})

@@ -1,5 +1,5 @@
 """What strict MCP clients need from the server, checked without a sandbox: result shapes and sizes,
-advertised capabilities, the HTTP request limit (issue 8 items 1–3).
+advertised capabilities, per-session resumable streams, the HTTP request limit (issue 8 items 1–4).
 The same properties are checked end to end with real clients in tests/integration/compat."""
 
 from __future__ import annotations
@@ -12,12 +12,15 @@ import httpx
 import pytest
 from mcp import Client, MCPError
 from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http import EventMessage
+from mcp.types import JSONRPCNotification, JSONRPCRequest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from host.mcp.capabilities import offer_only_what_exists
+from host.mcp.event_store import EventLog
 from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
 from host.mcp.results import MAX_RESULT_BYTES, failure, success, wire_bytes
 from rpc.errors import BoxwrightError, ErrorCode
@@ -153,6 +156,47 @@ async def test_registering_resources_later_turns_them_on() -> None:
         with pytest.raises(MCPError) as info:
             await client.read_resource("boxwright://nope")
         assert info.value.error.code in (-32602, -32002)
+
+
+# ---------------------------------------------------------------- resumable streams (item 4)
+
+
+def message(n: int) -> JSONRPCNotification:
+    return JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"n": n})
+
+
+async def test_sessions_never_replay_each_others_events() -> None:
+    """Stream ids are per-session request ids: sessions A and B both have a stream "1"."""
+    log = EventLog()
+    a, b = log.session(), log.session()
+    a_start = await a.store_event("1", None)  # priming
+    b_start = await b.store_event("1", None)
+    await a.store_event("1", message(1))
+    await b.store_event("1", message(99))
+    await a.store_event("1", message(2))
+    replayed: list[EventMessage] = []
+
+    async def collect(event: EventMessage) -> None:
+        replayed.append(event)
+
+    assert await a.replay_events_after(a_start, collect) == "1"
+    assert [e.message.params["n"] for e in replayed] == [1, 2]
+    replayed.clear()
+    assert await a.replay_events_after(b_start, collect) is None  # B's cursor means nothing to A
+    assert replayed == []
+
+
+async def test_the_log_is_bounded() -> None:
+    log = EventLog(max_events=5, max_bytes=10_000)
+    view = log.session()
+    first = await view.store_event("1", None)
+    for n in range(20):
+        await view.store_event("1", message(n))
+    assert len(log) <= 5 and log.stored_bytes <= 10_000
+    assert await view.replay_events_after(first, lambda _: None) is None  # dropped: nothing to resume
+    big = JSONRPCRequest(jsonrpc="2.0", id=1, method="x", params={"blob": "y" * 20_000})
+    await view.store_event("2", big)
+    assert log.stored_bytes <= 10_000
 
 
 # ---------------------------------------------------------------- request size (item 2)

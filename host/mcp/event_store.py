@@ -1,0 +1,117 @@
+"""Resumable streamable-HTTP streams: a bounded in-memory event log, scoped per session.
+
+With an event store the SDK starts every SSE response with a priming event (an event id and the
+`retry` interval) and stores each message it sends. When the connection drops during a long call
+(a sync code_run of minutes behind a proxy that cuts idle connections, a laptop changing networks)
+the client reconnects with `Last-Event-ID` and receives what it missed, including the result.
+
+Scoping: the SDK names a stream by the JSON-RPC request id (or one fixed name for the GET stream),
+which every session numbers from the start, so one store shared by all sessions would replay one
+owner's results into another's stream. Every session therefore gets its own `SessionEvents` view,
+and a replay only ever sees events stored through that view. The log behind the views is shared and
+bounded (count and bytes, oldest dropped first); a stream resumed after its events were dropped
+gets nothing replayed, and the client reports the call as lost, as it would without a store.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.streamable_http import (
+    EventCallback,
+    EventId,
+    EventMessage,
+    EventStore,
+    StreamableHTTPServerTransport,
+    StreamId,
+)
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.types import JSONRPCMessage
+
+MAX_EVENTS = 10_000
+MAX_BYTES = 128 * 1024 * 1024
+RETRY_INTERVAL_MS = 1_000  # how long a client waits before reconnecting (the SSE `retry` field)
+
+
+@dataclass(frozen=True)
+class _Event:
+    scope: int
+    stream_id: StreamId
+    message: JSONRPCMessage | None  # None: a priming event
+    size: int
+
+
+class EventLog:
+    """The shared, bounded storage behind every session's view."""
+
+    def __init__(self, max_events: int = MAX_EVENTS, max_bytes: int = MAX_BYTES) -> None:
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self._events: OrderedDict[EventId, _Event] = OrderedDict()
+        self._bytes = 0
+        self._ids = itertools.count(1)
+        self._scopes = itertools.count(1)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    @property
+    def stored_bytes(self) -> int:
+        return self._bytes
+
+    def session(self) -> SessionEvents:
+        return SessionEvents(self, next(self._scopes))
+
+    def add(self, scope: int, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
+        event_id = str(next(self._ids))
+        size = 0 if message is None else len(message.model_dump_json(by_alias=True, exclude_none=True))
+        self._events[event_id] = _Event(scope, stream_id, message, size)
+        self._bytes += size
+        while self._events and (len(self._events) > self.max_events or self._bytes > self.max_bytes):
+            _, dropped = self._events.popitem(last=False)
+            self._bytes -= dropped.size
+        return event_id
+
+    async def replay(self, scope: int, last_event_id: EventId, send: EventCallback) -> StreamId | None:
+        last = self._events.get(last_event_id)
+        if last is None or last.scope != scope:
+            return None
+        later = list(self._events.items())
+        start = next(i for i, (event_id, _) in enumerate(later) if event_id == last_event_id) + 1
+        for event_id, event in later[start:]:
+            if event.scope == scope and event.stream_id == last.stream_id and event.message is not None:
+                await send(EventMessage(event.message, event_id))
+        return last.stream_id
+
+
+class SessionEvents(EventStore):
+    """One session's view of the log (see the module docstring)."""
+
+    def __init__(self, log: EventLog, scope: int) -> None:
+        self._log = log
+        self._scope = scope
+
+    async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
+        return self._log.add(self._scope, stream_id, message)
+
+    async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
+        return await self._log.replay(self._scope, last_event_id, send_callback)
+
+
+def give_each_session_its_own_events(manager: StreamableHTTPSessionManager, log: EventLog) -> None:
+    """Hand every new session its own view. The SDK passes `manager.event_store` to the transport it
+    creates in `_admit_session` (synchronously, under its session lock), so setting it just before
+    is exact; if a later SDK renames that method, fail at startup rather than share one store."""
+    if not hasattr(manager, "_admit_session"):
+        raise RuntimeError("this mcp version creates sessions differently: per-session event stores need updating")
+    admit = manager._admit_session
+
+    def admit_with_own_events(requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
+        manager.event_store = log.session()
+        return admit(requestor)
+
+    manager._admit_session = admit_with_own_events  # type: ignore[method-assign]
+    manager.event_store = log.session()
