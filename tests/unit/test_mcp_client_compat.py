@@ -20,7 +20,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from host.mcp.capabilities import offer_only_what_exists
-from host.mcp.event_store import EventLog
+from host.mcp.event_store import EventLog, SessionEvents, give_each_session_its_own_events
 from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
 from host.mcp.results import MAX_RESULT_BYTES, failure, success, wire_bytes
 from rpc.errors import BoxwrightError, ErrorCode
@@ -197,6 +197,17 @@ async def test_the_log_is_bounded() -> None:
     big = JSONRPCRequest(jsonrpc="2.0", id=1, method="x", params={"blob": "y" * 20_000})
     await view.store_event("2", big)
     assert log.stored_bytes <= 10_000
+
+
+def test_the_sdk_gives_each_new_session_its_own_view() -> None:
+    """Pins the SDK seam the per-session views rely on (the transport's store, set at admission)."""
+    server = toy_server()
+    server.streamable_http_app()
+    manager = server.session_manager
+    give_each_session_its_own_events(manager, EventLog())
+    first, second = manager._admit_session(None), manager._admit_session(None)
+    assert isinstance(first._event_store, SessionEvents) and isinstance(second._event_store, SessionEvents)
+    assert first._event_store is not second._event_store
 
 
 # ---------------------------------------------------------------- request size (item 2)
