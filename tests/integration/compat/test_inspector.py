@@ -65,8 +65,8 @@ def test_inspector_over_http_every_family(npm_clients: NpmClients, http_target: 
     cli = Inspector(npm_clients, http_target, {})
     listing = cli.run("--method", "tools/list")
     assert listing.returncode == 0 and len(listing.result["tools"]) > 20, listing.out
-    prompt = cli.run("--method", "prompts/get", "--prompt-name", "no-such-prompt")
-    assert prompt.returncode != 0 and "Unknown prompt" not in json.dumps(prompt.out), prompt.out
+    prompt = cli.run("--method", "prompts/get", "--prompt-name", "no-such-prompt")  # no prompts: -32601
+    assert prompt.returncode != 0 and prompt.out["error"]["message"] == "Method not found", prompt.out
 
     cli.error("sandbox_destroy", {"sandboxId": "sbx_000000000000"}, {"SANDBOX_NOT_FOUND"})
     sid = cli.ok("sandbox_create")["sandboxId"]
