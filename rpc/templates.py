@@ -44,6 +44,8 @@ class TemplateSpec:
     supports_partial_success: bool = False
     partial_threshold: float = DEFAULT_PARTIAL_THRESHOLD
     max_timeout_ms: int = MAX_RUN_TIMEOUT_MS
+    # On success, keep the session the run created (and the host the sandbox it made for the run).
+    keeps_session: bool = False
     # How auto mode resolves for these inputs.
     auto_mode: Callable[[Any], Literal["sync", "async"]] = field(default=lambda _inputs: "sync")
 
@@ -113,6 +115,7 @@ LOGIN_KEEP_SESSION = TemplateSpec(
     limits={"maxFields": t.MAX_LOGIN_FIELDS},
     supports_partial_success=False,
     max_timeout_ms=300_000,
+    keeps_session=True,
 )
 
 CATALOG: dict[str, TemplateSpec] = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from rpc.errors import ErrorBody
 from rpc.models.base import Params, Result
@@ -166,7 +166,10 @@ class StepInfo(Result):
 
 
 class RunTaskTemplateResponse(Result):
-    """run_task_template's answer: {runId, status, createdAt} in async mode, the whole run in sync mode."""
+    """run_task_template's answer: {runId, status, createdAt} in async mode, the whole run in sync mode.
+
+    Fields a run does not have (yet) are left out rather than sent as null, as in seed 000's examples
+    (`result` appears when there is one)."""
 
     runId: str
     status: RunStatus
@@ -183,6 +186,11 @@ class RunTaskTemplateResponse(Result):
     sandboxId: str | None = None
     sessionId: str | None = Field(None, description="The browser session the run used")
     steps: list[StepInfo] | None = None
+
+    # No return annotation on purpose: with one, pydantic would publish it (a bare object) as the schema.
+    @model_serializer(mode="wrap")
+    def _leave_out_absent(self, handler: SerializerFunctionWrapHandler):
+        return {key: value for key, value in handler(self).items() if value is not None}
 
 
 class GetTaskRunRequest(Params):

@@ -31,7 +31,11 @@ class Template:
     output: Callable[[RunContext[Any]], TemplateOutput]  # from the steps so far: partial while running, final after
     artifacts: Callable[[TemplateOutput], list[Artifact]] = lambda output: [result_json(output)]
     tabs_needed: Callable[[Any], int] = lambda _inputs: 1  # free tab slots the run needs in its session
-    keeps_session: bool = False  # keep a session the run created when it succeeds
+
+    @property
+    def keeps_session(self) -> bool:
+        """Keep a session the run created when it succeeds (the catalog says which templates do)."""
+        return self.spec.keeps_session
 
 
 def failed_item(model: type[PageOutcome], url: str, step: Step) -> Any:

@@ -121,4 +121,4 @@ def output(ctx: RunContext[LoginInputs]) -> LoginOutput:
     )
 
 
-TEMPLATE = Template(spec=LOGIN_KEEP_SESSION, plan=plan, execute=execute, output=output, keeps_session=True)
+TEMPLATE = Template(spec=LOGIN_KEEP_SESSION, plan=plan, execute=execute, output=output)
