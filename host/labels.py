@@ -26,6 +26,7 @@ SCHEMA_VERSION = "1"
 NETWORK = PREFIX + "network"  # the sandbox's network mode: public | none | allowlist
 ALLOW_HOSTS = PREFIX + "allow-hosts"  # with mode allowlist: the entries, comma-separated
 ROLE = PREFIX + "role"  # on helper containers that are not sandboxes (the network guard)
+JOB = PREFIX + "job"  # on a throw-away sandbox made for one job (a template run): the job's id
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class SandboxLabels:
     expires_at: datetime | None
     network: str | None  # absent on sandboxes from before network modes
     allow_hosts: tuple[str, ...]
+    job: str | None = None  # set on throw-away sandboxes made for a job
 
 
 def encode(rec: SandboxRecord, namespace: str) -> dict[str, str]:
@@ -60,6 +62,8 @@ def encode(rec: SandboxRecord, namespace: str) -> dict[str, str]:
         out[NAME] = rec.name
     if rec.allow_hosts:
         out[ALLOW_HOSTS] = ",".join(rec.allow_hosts)
+    if rec.job:
+        out[JOB] = rec.job
     return out
 
 
@@ -74,6 +78,7 @@ def decode(labels: Mapping[str, str]) -> SandboxLabels:
         expires_at=_moment(labels.get(EXPIRES_AT)),
         network=labels.get(NETWORK),
         allow_hosts=tuple(h for h in labels.get(ALLOW_HOSTS, "").split(",") if h),
+        job=labels.get(JOB),
     )
 
 

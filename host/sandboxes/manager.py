@@ -99,7 +99,11 @@ class SandboxManager:
         network: NetworkPolicy | None = None,
         deadline: Deadline | None = None,
         progress: Progress | None = None,
+        job: str | None = None,
     ) -> SandboxRecord:
+        """A new sandbox of `caller`, which becomes their default — unless it is a throw-away sandbox
+        for `job` (see host.sandboxes.jobs), labelled so that a restarted server can tell."""
+
         async def step(n: int, message: str) -> None:
             if progress is not None:
                 await progress(n, message)
@@ -120,6 +124,7 @@ class SandboxManager:
             token=secrets.token_urlsafe(32),
             network=network.mode,
             allow_hosts=list(network.allowHosts),
+            job=job,
         )
         if not self.registry.claim(sid):  # pragma: no cover - fresh random id
             raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision; retry")
@@ -161,15 +166,17 @@ class SandboxManager:
                 ) from exc
             raise
         rec.status = SandboxStatus.RUNNING
-        self.registry.make_default(caller, sid)
+        if job is None:
+            self.registry.make_default(caller, sid)
         log.info(
-            "sandbox created id=%s owner=%s container=%s endpoint=%s ttl=%ss in %.2fs",
+            "sandbox created id=%s owner=%s container=%s endpoint=%s ttl=%ss in %.2fs%s",
             sid,
             caller.owner,
             (rec.container_id or "")[:12],
             rec.endpoint.base_url if rec.endpoint else "-",
             ttl,
             time.monotonic() - started,
+            f" for job {job}" if job else "",
         )
         return rec
 

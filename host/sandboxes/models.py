@@ -49,6 +49,9 @@ class SandboxRecord:
     network: str = "public"  # NetworkMode
     allow_hosts: list[str] = field(default_factory=list)
     last_used: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # The job (a template run) this throw-away sandbox was made for; None for ordinary sandboxes and
+    # once a job keeps its sandbox (host.sandboxes.jobs).
+    job: str | None = None
 
     def attach(self, info: ContainerInfo) -> None:
         """Bind the record to its container (and, once the port is published, the agent's endpoint)."""

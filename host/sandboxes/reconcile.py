@@ -76,6 +76,7 @@ class Reconciler:
             # Sandboxes from before network modes carry no label: they get the server's default.
             network=lab.network or self.settings.network,
             allow_hosts=list(lab.allow_hosts),
+            job=lab.job,
         )
         rec.attach(info)
         return rec

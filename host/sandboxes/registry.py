@@ -97,7 +97,9 @@ class SandboxRegistry:
         default = self.default_id(caller)
         if default:
             return self._records[default]
-        mine = self.owned_by(caller)
+        # A throw-away sandbox of a running job is counted in the owner's limits but is not theirs to
+        # act on by default.
+        mine = [r for r in self.owned_by(caller) if r.job is None]
         if len(mine) == 1:
             return mine[0]
         if not mine:
