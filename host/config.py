@@ -32,7 +32,8 @@ class Settings(EnvSettings):
     )
     state_dir: Path = Field(
         default_factory=_state_home,
-        description="Ownership locks of live sandboxes (default `$XDG_STATE_HOME/boxwright`)",
+        description="Ownership locks of live sandboxes, template runs and their artifacts "
+        "(default `$XDG_STATE_HOME/boxwright`)",
     )
     max_sandboxes: int = Field(20, ge=1, description="Sandboxes of this server, all owners together")
     max_sandboxes_per_owner: int = Field(5, ge=1, description="Sandboxes of one owner")
@@ -46,7 +47,16 @@ class Settings(EnvSettings):
     )
     keep_on_exit: bool = Field(False, description="Leave sandboxes running when the server stops")
     toolsets: Annotated[list[str] | None, NoDecode] = Field(
-        None, description="Comma-separated tool groups to offer (sandbox, code, files, browser); default all"
+        None, description="Comma-separated tool groups to offer (sandbox, code, files, browser, templates); default all"
+    )
+    http_trust_level: Literal["local", "remote"] = Field(
+        "remote",
+        description="Trust level of HTTP callers (stdio callers are local); runs inherit it, and `local` also "
+        "allows browser_evaluate",
+    )
+    # Template runs.
+    run_retention: int = Field(
+        24 * 3600, ge=1, description="Seconds a finished template run's result and artifacts are kept after it ends"
     )
     # Limits of each sandbox container.
     mem_limit: str = Field("2g", description="Memory (and memory + swap) of a sandbox")

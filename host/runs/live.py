@@ -1,0 +1,38 @@
+"""A run in flight in this process: its record plus what only memory holds — the caller, the inputs
+until the agent has them, the queue wait to cancel, and the events that wake whoever waits on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from host.runs.records import RunRecord
+from host.sandboxes.models import Caller, SandboxRecord
+
+
+@dataclass(eq=False)
+class LiveRun:
+    record: RunRecord
+    caller: Caller
+    inputs: dict[str, Any] | None = field(repr=False)  # dropped as soon as the agent has them
+    sandbox: SandboxRecord | None = None
+    agent_started: bool = False  # task.start was accepted: a cancel goes to the agent
+    queue_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    _changed: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    def changed(self) -> anyio.Event:
+        """An event set at the next change of the run (take it before reading the record)."""
+        return self._changed
+
+    def notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+        if self.record.terminal:
+            self.done.set()
