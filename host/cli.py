@@ -187,7 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8765)
     s.add_argument("--token-file", default=str(default_token_file()), help="bearer tokens for --http")
-    s.add_argument("--toolsets", default=None, help="comma-separated: sandbox,code,files,browser (default: all)")
+    s.add_argument(
+        "--toolsets", default=None, help="comma-separated: sandbox,code,files,browser,templates (default: all)"
+    )
     s.add_argument("--keep-sandboxes", action="store_true", help="leave sandboxes running when the server stops")
     s.set_defaults(func=cmd_serve)
 

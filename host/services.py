@@ -1,5 +1,5 @@
-"""The host's object graph — settings, backend, image, sandbox manager — and its background work
-(TTL reaper, image pre-build). Every entry point (stdio, HTTP, CLI, tests) runs inside
+"""The host's object graph — settings, backend, image, sandbox manager, template runs — and its
+background work (TTL reaper, run sweeper, image pre-build). Every entry point (stdio, HTTP, CLI, tests) runs inside
 `Services.running()`, so sandboxes are reconciled on start and cleaned up on stop exactly once."""
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from host.backends.base import SandboxBackend
 from host.backends.docker_backend import DockerBackend
 from host.config import Settings
 from host.image.builder import ensure_image
+from host.runs.manager import RunManager
+from host.sandboxes.jobs import JobSandboxes
 from host.sandboxes.manager import SandboxManager
 from rpc.errors import BoxwrightError, ErrorCode
 
@@ -66,13 +68,17 @@ class Services:
             backend = docker_backend
         self.backend = backend
         self.manager = SandboxManager(settings, backend, image_provider=self.image.ensure if self.image else None)
+        self.jobs = JobSandboxes(self.manager)
+        self.runs = RunManager(settings, self.manager, self.jobs)
         self._prebuild = prebuild_image and self.image is not None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Services]:
         await self.manager.start()
         try:
+            await self.runs.start()  # after the manager adopted what a previous server left
             async with anyio.create_task_group() as tg:
+                await tg.start(self.runs.serve)
                 tg.start_soon(self.manager.run_reaper)
                 if self._prebuild:
                     tg.start_soon(self._prebuild_image)

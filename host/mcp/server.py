@@ -23,7 +23,8 @@ from host.mcp.capabilities import offer_only_what_exists
 from host.mcp.event_store import RETRY_INTERVAL_MS, EventLog, give_each_session_its_own_events
 from host.mcp.registry import ToolSpec, build_tool
 from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
-from host.mcp.tools import browser, code, files, sandbox
+from host.mcp.resources import register_resources
+from host.mcp.tools import browser, code, files, sandbox, templates
 from host.sandboxes.models import Caller
 from host.services import Services
 
@@ -34,11 +35,19 @@ Boxwright gives you disposable, isolated computers (sandboxes). Call sandbox_cre
 tools act on that sandbox unless you pass another sandboxId. Run code with code_run (python or \
 bash; background=true for servers), move data with file_read/file_write/file_list (paths relative \
 to /workspace), browse with browser_goto then browser_snapshot (act on elements by their [ref_N] \
-with browser_click/browser_type), and destroy the sandbox with sandbox_destroy when done. Every result starts with a \
-one-line summary followed by JSON; errors carry errorCode and recoverHint — follow the hint."""
+with browser_click/browser_type), and destroy the sandbox with sandbox_destroy when done. For multi-step \
+browser jobs without step-by-step calls, run a template (list_task_templates, run_task_template, get_task_run). \
+Every result starts with a one-line summary followed by JSON; errors carry errorCode and recoverHint — follow \
+the hint."""
 
 
-TOOLSETS = {"sandbox": sandbox.tools, "code": code.tools, "files": files.tools, "browser": browser.tools}
+TOOLSETS: dict[str, Callable[[Services], list[ToolSpec]]] = {
+    "sandbox": lambda s: sandbox.tools(s.manager),
+    "code": lambda s: code.tools(s.manager),
+    "files": lambda s: files.tools(s.manager),
+    "browser": lambda s: browser.tools(s.manager),
+    "templates": lambda s: templates.tools(s.runs),
+}
 
 
 def tool_specs(services: Services, toolsets: Sequence[str] | None = None) -> list[ToolSpec]:
@@ -47,12 +56,14 @@ def tool_specs(services: Services, toolsets: Sequence[str] | None = None) -> lis
     unknown = chosen - set(TOOLSETS)
     if unknown:
         raise ValueError(f"unknown toolset(s) {sorted(unknown)}; choose from {sorted(TOOLSETS)}")
-    return [spec for name, make in TOOLSETS.items() if name in chosen for spec in make(services.manager)]
+    return [spec for name, make in TOOLSETS.items() if name in chosen for spec in make(services)]
 
 
 def build_server(services: Services, resolver: Callable[[Context], Caller]) -> MCPServer:
     tools = [build_tool(spec, resolver) for spec in tool_specs(services, services.settings.toolsets)]
     server = MCPServer("boxwright", title="Boxwright", version=__version__, instructions=INSTRUCTIONS, tools=tools)
+    if "templates" in (services.settings.toolsets or TOOLSETS):
+        register_resources(server, services.runs, resolver)  # run artifacts, owned like their runs
     return offer_only_what_exists(server)
 
 
@@ -92,7 +103,9 @@ def _is_loopback(host: str) -> bool:
 
 
 def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) -> tuple[Starlette, MCPServer]:
-    server = build_server(services, CallerResolver("http", tokens=tokens if len(tokens) else None))
+    trust = services.settings.http_trust_level
+    resolver = CallerResolver("http", tokens=tokens if len(tokens) else None, http_trust=trust)
+    server = build_server(services, resolver)
     security = None
     if not _is_loopback(host):
         allowed = [f"{host}:{port}", host]

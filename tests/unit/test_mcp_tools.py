@@ -29,6 +29,15 @@ FORWARDED = [m for m in methods.ALL if m is not methods.SANDBOX_INFO and m not i
 
 
 LOCAL = CallerResolver("stdio")
+TEMPLATE_TOOLS = {
+    "list_task_templates",
+    "run_task_template",
+    "get_task_run",
+    "list_task_runs",
+    "cancel_task_run",
+    "get_artifact",
+    "get_runtime_profile",
+}
 
 
 @asynccontextmanager
@@ -41,7 +50,10 @@ async def serving(services: Services, resolver: Callable[[Any], Caller] = LOCAL)
 async def test_tool_names_and_schemas_derive_from_the_methods(services: Services) -> None:
     async with serving(services) as mcp:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
-    assert set(tools) == {"sandbox_create", "sandbox_destroy", "sandbox_list"} | {tool_name(m) for m in FORWARDED}
+    assert (
+        set(tools)
+        == {"sandbox_create", "sandbox_destroy", "sandbox_list"} | {tool_name(m) for m in FORWARDED} | TEMPLATE_TOOLS
+    )
     assert len(FORWARDED) == 27
     for method in FORWARDED:
         tool = tools[tool_name(method)]
@@ -144,7 +156,8 @@ async def test_toolsets_choose_tool_groups(services: Services) -> None:
         "process_output",
         "process_kill",
     }
-    assert len(tool_specs(services)) == 30 and set(TOOLSETS) == {"sandbox", "code", "files", "browser"}
+    assert len(tool_specs(services)) == 37 and set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates"}
+    assert {spec.name for spec in tool_specs(services, ["templates"])} - names == TEMPLATE_TOOLS - names
     with pytest.raises(ValueError, match="unknown toolset"):
         tool_specs(services, ["nope"])
 

@@ -1,0 +1,152 @@
+"""The host's run store, artifact store and FIFO queue, without sandboxes or a browser."""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+from pathlib import Path
+
+import anyio
+import pytest
+
+from host.runs.artifacts import ArtifactStore
+from host.runs.queue import FifoSlots
+from host.runs.records import RunRecord, now_ms
+from host.runs.store import RunStore
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.tasks import MAX_ARTIFACT_INLINE_BYTES, ArtifactRef
+
+
+def record(run_id: str = "run_abc", owner: str = "alice", **fields: object) -> RunRecord:
+    now = now_ms()
+    base: dict[str, object] = dict(
+        run_id=run_id,
+        owner=owner,
+        template_id="batch_extract_pages",
+        template_version="1.0.0",
+        mode="async",
+        trust_level="local",
+        timeout_ms=60_000,
+        created_at=now,
+        updated_at=now,
+    )
+    return RunRecord.model_validate({**base, **fields})
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_records_and_artifacts_are_private_atomic_and_reloaded(tmp_path: Path) -> None:
+    old = os.umask(0o022)  # a permissive umask must not leak into the store
+    try:
+        store = RunStore(tmp_path / "state", "ns")
+        rec = record()
+        store.save(rec)
+        with store.write_artifact(rec.run_id, "art_1") as fh:
+            fh.write(b"x" * 1000)
+        with pytest.raises(RuntimeError), store.write_artifact(rec.run_id, "art_2") as fh:
+            fh.write(b"half")
+            raise RuntimeError("copy failed midway")
+    finally:
+        os.umask(old)
+    folder = tmp_path / "state" / "runs" / "ns" / rec.run_id
+    assert mode(tmp_path / "state") == mode(tmp_path / "state" / "runs") == mode(folder.parent) == 0o700
+    assert mode(folder) == 0o700 and mode(folder / "run.json") == 0o600 and mode(folder / "art_1") == 0o600
+    assert sorted(p.name for p in folder.iterdir()) == ["art_1", "run.json"]  # no half artifact, no temp file
+    (folder / ".tmp-dead-run.json").write_text("left by a crash")
+    (folder.parent / "run_broken").mkdir()
+    (folder.parent / "run_broken" / "run.json").write_text("{not json")
+    again = RunStore(tmp_path / "state", "ns").load_all()
+    assert [r.run_id for r in again] == [rec.run_id] and again[0] == rec
+    assert not (folder / ".tmp-dead-run.json").exists()
+    with pytest.raises(ValueError):
+        store.run_dir("../escape")
+    with pytest.raises(ValueError):
+        store.artifact_path(rec.run_id, "../run.json")
+
+
+def test_the_liveness_lock_is_exclusive_until_let_go(tmp_path: Path) -> None:
+    a, b = RunStore(tmp_path, "ns"), RunStore(tmp_path, "ns")
+    assert a.hold("run_x") and a.hold("run_x")  # idempotent for its holder
+    assert not b.hold("run_x")  # held by a live holder (flock: even within one process)
+    a.let_go("run_x")
+    assert b.hold("run_x")
+
+
+def test_artifacts_are_owned_chunked_and_expire(tmp_path: Path) -> None:
+    store = RunStore(tmp_path, "ns")
+    data = os.urandom(MAX_ARTIFACT_INLINE_BYTES * 2 + 123)
+    rec = record(status="succeeded", ended_at=now_ms())
+    rec.artifacts = [ArtifactRef(artifactId="art_big", type="json", size=len(data), mimeType="application/json")]
+    with store.write_artifact(rec.run_id, "art_big") as fh:
+        fh.write(data)
+    artifacts = ArtifactStore(store, retention_s=3600)
+    artifacts.add_run(rec)
+
+    got, offset = b"", 0
+    while True:
+        chunk = artifacts.read_chunk("alice", "art_big", offset)
+        assert chunk.offset == offset and chunk.size == len(data) and chunk.mimeType == "application/json"
+        assert chunk.bytesReturned is not None and chunk.bytesReturned <= MAX_ARTIFACT_INLINE_BYTES
+        got += base64.b64decode(chunk.data)
+        offset += chunk.bytesReturned
+        if chunk.complete:
+            break
+    assert got == data and offset == len(data)
+    assert artifacts.read_chunk("alice", "art_big", len(data)).complete  # at the end: empty and complete
+    with pytest.raises(BoxwrightError) as past:
+        artifacts.read_chunk("alice", "art_big", len(data) + 1)
+    assert past.value.code is ErrorCode.INVALID_PARAMETER
+    missing = pytest.raises(BoxwrightError)
+    with missing:
+        artifacts.read_chunk("alice", "art_nope")
+    with pytest.raises(BoxwrightError) as other:
+        artifacts.read_chunk("bob", "art_big")
+    # Another owner's artifact reads exactly like one that does not exist.
+    assert other.value.code is missing.excinfo.value.code is ErrorCode.ARTIFACT_NOT_FOUND
+    assert other.value.message.replace("art_big", "X") == missing.excinfo.value.message.replace("art_nope", "X")
+    assert [e.artifact_id for e in artifacts.owned_by("alice")] == ["art_big"] and not artifacts.owned_by("bob")
+    with pytest.raises(BoxwrightError) as whole:
+        artifacts.read_all("alice", "art_big", max_bytes=1000)
+    assert whole.value.code is ErrorCode.PAYLOAD_TOO_LARGE
+
+    artifacts.retention_s = 0.001  # retention counts from the run's end: it has passed
+    with pytest.raises(BoxwrightError) as expired:
+        artifacts.read_chunk("alice", "art_big")
+    assert expired.value.code is ErrorCode.ARTIFACT_EXPIRED and expired.value.details["runId"] == rec.run_id
+    with pytest.raises(BoxwrightError) as still_other:
+        artifacts.read_chunk("bob", "art_big")
+    assert still_other.value.code is ErrorCode.ARTIFACT_NOT_FOUND
+    assert not artifacts.owned_by("alice")
+
+
+async def test_the_queue_is_first_come_first_served() -> None:
+    slots = FifoSlots(2)
+    order: list[str] = []
+    release = {k: anyio.Event() for k in "abcdef"}
+
+    async def run(key: str) -> None:
+        await slots.acquire(key)
+        order.append(key)
+        try:
+            await release[key].wait()
+        finally:
+            slots.release()
+
+    async with anyio.create_task_group() as tg:
+        for key in "abcde":
+            tg.start_soon(run, key)
+            await anyio.sleep(0.01)
+        assert order == ["a", "b"] and slots.waiting == 3 and slots.position("e") == 2
+        with anyio.CancelScope() as scope:  # a waiter that gives up leaves the line cleanly
+            scope.cancel()
+            await slots.acquire("f")
+        assert slots.position("f") is None and slots.waiting == 3
+        release["b"].set()
+        await anyio.sleep(0.01)
+        assert order == ["a", "b", "c"] and slots.holders == 2
+        for key in "acde":
+            release[key].set()
+    assert order == ["a", "b", "c", "d", "e"] and slots.holders == 0 and slots.waiting == 0
