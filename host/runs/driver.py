@@ -52,6 +52,8 @@ BACKSTOP_S = 15.0
 RETRY_PAUSE_S = 1.0
 # When the backstop fires, this long is spent asking the agent to stop and for what it finished.
 OVERRUN_WAIT_S = 10.0
+# Progress alone is saved at most this often (a run that dies with its server still shows how far it got).
+PROGRESS_SAVE_S = 1.0
 
 Publish = Callable[[LiveRun, bool], None]  # (run, persist): a change others may wait for
 
@@ -221,7 +223,7 @@ class RunDriver:
         if not rec.session_given and status.sessionId:
             rec.session_id = status.sessionId
         rec.touch()
-        self.publish(live, False)
+        self.publish(live, time.monotonic() - live.saved_at >= PROGRESS_SAVE_S)
 
     def _conclude(
         self, live: LiveRun, status: TaskStatus, refs: list[ArtifactRef]

@@ -19,6 +19,7 @@ class LiveRun:
     inputs: dict[str, Any] | None = field(repr=False)  # dropped as soon as the agent has them
     sandbox: SandboxRecord | None = None
     agent_started: bool = False  # task.start was accepted: a cancel goes to the agent
+    saved_at: float = 0.0  # time.monotonic() of the last save of its record
     queue_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
     _changed: anyio.Event = field(default_factory=anyio.Event)

@@ -319,6 +319,7 @@ class RunManager:
         rec = live.record
         if persist:
             self.store.save(rec)
+            live.saved_at = time.monotonic()
         if rec.terminal and self._live.pop(rec.run_id, None) is not None:
             self.artifacts.add_run(rec)
             self.store.let_go(rec.run_id)

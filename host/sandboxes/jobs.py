@@ -33,14 +33,14 @@ class JobSandboxes:
     async def acquire(self, caller: Caller, job_id: str, *, deadline: Deadline | None = None) -> SandboxRecord:
         return await self.manager.create(caller, job=job_id, deadline=deadline)
 
-    async def release(self, rec: SandboxRecord, *, keep: bool = False) -> None:
+    async def release(self, rec: SandboxRecord, *, keep: bool = False, reason: str = "its job ended") -> None:
         """The job ended: remove its sandbox, or hand it to its owner as an ordinary sandbox."""
         if keep:
+            log.info("sandbox %s kept for its owner after job %s", rec.id, rec.job)
             rec.job = None
-            log.info("sandbox %s kept for its owner after its job", rec.id)
             return
         try:
-            await self.manager.destroy(Caller(owner=rec.owner), rec.id)
+            await self.manager.destroy(Caller(owner=rec.owner), rec.id, reason=f"{reason} ({rec.job})")
         except BoxwrightError as exc:  # already gone (destroyed by its owner, TTL, crash): nothing to do
             log.info("job sandbox %s was already gone (%s)", rec.id, exc.code.value)
 
@@ -53,5 +53,4 @@ class JobSandboxes:
             if kept(rec.job):
                 rec.job = None
             else:
-                log.info("removing sandbox %s of job %s, which ended with the previous server", rec.id, rec.job)
-                await self.release(rec)
+                await self.release(rec, reason="its job ended with the previous server")

@@ -180,9 +180,11 @@ class SandboxManager:
         )
         return rec
 
-    async def destroy(self, caller: Caller, sandbox_id: str | None) -> SandboxRecord:
+    async def destroy(
+        self, caller: Caller, sandbox_id: str | None, *, reason: str = "destroyed by owner"
+    ) -> SandboxRecord:
         rec = self.resolve(caller, sandbox_id)
-        await self._remove(rec, "destroyed by owner")
+        await self._remove(rec, reason)
         return rec
 
     # -- calls into a sandbox ----------------------------------------------------------------

@@ -149,11 +149,12 @@ def test_error_reaches_the_client_with_code_and_hint(rec: Recording, family: str
 
 
 def test_capabilities_advertise_only_what_exists(rec: Recording) -> None:
-    """Item 3: prompts and resources were advertised with nothing behind them."""
+    """Item 3: prompts and resources were advertised with nothing behind them. Since template runs
+    (issue 9), resources have content: run artifacts (boxwright://artifacts/{artifactId})."""
     caps = rec["capabilities"].result
     assert "tools" in caps
     assert "prompts" not in caps
-    assert "resources" not in caps
+    assert "resources" in caps
 
 
 def test_unknown_prompt_and_resource_get_jsonrpc_codes(rec: Recording) -> None:
