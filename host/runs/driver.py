@@ -108,9 +108,11 @@ class RunDriver:
         refs = await self._copy_artifacts(live, final)
         return self._conclude(live, final, refs)
 
-    async def cancel(self, live: LiveRun) -> None:
-        """Pass a cancel request on to the agent (the run ends `canceled` after its current steps)."""
-        await self._call(live, methods.TASK_CANCEL, TaskCancelParams(runId=live.run_id))
+    async def cancel(self, live: LiveRun) -> bool:
+        """Pass a cancel request on to the agent (the run ends `canceled` after its current steps);
+        False if the agent had already ended the run."""
+        answer = await self._call(live, methods.TASK_CANCEL, TaskCancelParams(runId=live.run_id))
+        return answer.cancelRequested
 
     # -- the steps ---------------------------------------------------------------------------
     async def _sandbox(self, live: LiveRun) -> SandboxRecord:

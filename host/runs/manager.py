@@ -235,7 +235,9 @@ class RunManager:
             live.queue_scope.cancel()
         elif live.agent_started:
             try:
-                await self.driver.cancel(live)
+                if not await self.driver.cancel(live):  # it ended there already; the host is collecting it
+                    rec.cancel_requested = False
+                    return CancelTaskRunResponse(cancelRequested=False, currentStatus=rec.status)
             except BoxwrightError as exc:  # the run's own follow-up will meet the same trouble and end it
                 log.warning("run %s: cancel did not reach the agent (%s)", run_id, exc.code.value)
         self._publish(live, True)

@@ -22,6 +22,7 @@ from host.mcp.caller import CallerResolver
 from host.mcp.resources import artifact_uri
 from host.mcp.server import build_server
 from host.runs import driver
+from host.runs.manager import SYNC_DEFAULT_TIMEOUT_MS
 from host.runs.records import RunRecord, now_ms
 from host.runs.store import RunStore
 from host.sandboxes.manager import SandboxManager
@@ -29,10 +30,13 @@ from host.sandboxes.models import Caller
 from host.services import Services
 from host.testing.fake_backend import FakeBackend
 from rpc import methods
-from rpc.models.tasks import MAX_ARTIFACT_INLINE_BYTES, TERMINAL_STATUSES
+from rpc.deadline import Deadline
+from rpc.errors import BoxwrightError
+from rpc.models.tasks import MAX_ARTIFACT_INLINE_BYTES, TERMINAL_STATUSES, RunTaskTemplateRequest
 from rpc.templates import CATALOG
 from tests.integration.mcp_helpers import Session
 from tests.unit.task_site import PASSWORD, TaskSite, serve
+from tests.unit.test_run_store import record
 from tests.unit.test_task_contract import EXAMPLES
 
 pytestmark = pytest.mark.chromium
@@ -344,8 +348,6 @@ async def test_restart_rule(host_settings: Settings, fake: FakeBackend) -> None:
     orphan_box = await dead.create(owner, job="run_orphan")
     kept_box = await dead.create(owner, job="run_kept")
     store = RunStore(host_settings.state_dir, host_settings.namespace)
-    from tests.unit.test_run_store import record
-
     store.save(record("run_orphan", status="running", started_at=now_ms(), sandbox_id=orphan_box.id))
     store.save(record("run_queued", status="queued"))
     kept = record(
@@ -425,3 +427,22 @@ async def test_a_job_sandbox_is_never_picked_by_default(sandbox_manager: Sandbox
     assert sandbox_manager.resolve(caller, job.id) is job  # by its id it is theirs
     mine = await sandbox_manager.create(caller)
     assert sandbox_manager.resolve(Caller(owner="alice", session="other"), None) is mine
+
+
+async def test_a_sync_wait_that_runs_out_names_the_run(services: Services, site: TaskSite) -> None:
+    """A sync call that cannot wait any longer answers TOOL_TIMEOUT with the runId; the run goes on."""
+    caller = Caller(owner="alice", session="s")
+    async with services.running():
+        box = await services.manager.create(caller)
+        req = RunTaskTemplateRequest(
+            templateId="batch_extract_pages", sandboxId=box.id, inputs={"urls": [site.url("/never/sync")]}
+        )
+        live = await services.runs.submit(caller, req)
+        assert live.record.mode == "sync" and live.record.timeout_ms == SYNC_DEFAULT_TIMEOUT_MS  # seed 001 §6.2
+        with pytest.raises(BoxwrightError) as waited:
+            await services.runs.wait(live, Deadline.after(0.5))
+        assert waited.value.code.value == "TOOL_TIMEOUT" and waited.value.details["runId"] == live.run_id
+        assert "async" in waited.value.hint
+        site.released.set()
+        view = await services.runs.wait(live, Deadline.after(30))
+        assert view.status == "succeeded"
