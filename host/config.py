@@ -41,7 +41,9 @@ class Settings(EnvSettings):
     max_ttl: int = Field(24 * 3600, ge=10, description="Seconds a sandbox may live at most")
     idle_timeout: int = Field(0, ge=0, description="Destroy sandboxes unused this many seconds (0: never)")
     startup_timeout: float = Field(60.0, gt=0, description="Seconds from create to agent and code runner ready")
-    reap_interval: float = Field(15.0, gt=0, description="Seconds between checks of TTLs and dead containers")
+    reap_interval: float = Field(
+        15.0, gt=0, description="Seconds between checks of TTLs and dead containers, and sweeps of expired runs"
+    )
     network: Literal["public", "none"] = Field(
         "public", description="Network mode of a sandbox created without one (`allowlist` needs hosts)"
     )

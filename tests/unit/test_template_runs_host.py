@@ -104,9 +104,6 @@ async def test_published_schemas_take_the_seed_examples(services: Services) -> N
     """Seed 000 §12: the contract's JSON examples validate against what tools/list publishes."""
     async with services.running(), client(services) as mcp:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
-    by_model: dict[str, list[dict[str, Any]]] = {}
-    for tool in tools.values():
-        by_model.setdefault(tool.name, [])
     checked = 0
     for model, example in EXAMPLES:
         data = json.loads(example)
