@@ -57,6 +57,7 @@ from host.backends.docker_backend import DockerBackend, volume_name
 from host.backends.hardening import AGENT_PORT_SPEC
 from host.config import Settings
 from host.image.builder import ensure_image
+from host.mcp.results import error_body
 from rpc import methods
 from rpc.deadline import Deadline
 from rpc.models.code import CodeRunParams
@@ -138,6 +139,75 @@ out = {"first": [], "second": [], "goto": [], "snapshot": []}
 asyncio.run(cold(out) if mode == "cold" else page(out))
 print(json.dumps(out))
 """
+
+
+BATCH_PAGES = 50
+BATCH_PORT = PAGE_PORT + 2
+BATCH_CONCURRENCY = (1, 3, 5)
+# The batch benchmark's pages: 50 small articles (headings, paragraphs, links, a form), made by the
+# same code in the sandbox (served with python3 -m http.server) and in the bare container.
+MAKE_PAGES = """
+import os
+def make_pages(root, n):
+    os.makedirs(root, exist_ok=True)
+    for i in range(n):
+        paras = "".join(
+            f"<p>Paragraph {j} of article {i}: the quick brown fox jumps over the lazy dog, "
+            f"item {i * 10 + j} costs ${i}.{j:02d} and ships in {j + 1} days.</p>" for j in range(12)
+        )
+        links = "".join(f'<li><a href="/page{(i + k) % n}.html">Related {k}</a></li>' for k in range(1, 9))
+        html = (
+            f"<!doctype html><html><head><title>Article {i}</title></head><body>"
+            '<header><nav><a href="/">Home</a> <a href="/about">About</a></nav></header>'
+            f"<main><h1>Article {i}</h1><h2>Summary</h2>{paras}<h2>Related</h2><ul>{links}</ul>"
+            '<form><label>Email <input name="email"></label> <button type="submit">Subscribe</button></form>'
+            "</main><footer>Footer</footer></body></html>"
+        )
+        with open(os.path.join(root, f"page{i}.html"), "w") as f:
+            f.write(html)
+"""
+# The baseline of the batch rows: the plain sequential loop a person would write with Playwright,
+# in a bare container of the same image — per page: new tab, goto, title, accessibility snapshot and
+# main text, close the tab. Prints the wall time of each pass over all the pages (ms).
+BARE_BATCH = (
+    MAKE_PAGES
+    + """
+import asyncio, functools, http.server, json, sys, tempfile, threading, time
+from playwright.async_api import async_playwright
+from sandbox_image.browser.launch import LAUNCH_ARGS, VIEWPORT
+from sandbox_image.config import DEFAULT_CHROMIUM
+
+passes, n, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+root = tempfile.mkdtemp()
+make_pages(root, n)
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
+handler.log_message = lambda *a: None
+server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+
+async def main():
+    out = []
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, args=list(LAUNCH_ARGS))
+        context = await browser.new_context(viewport=VIEWPORT)
+        for p in range(passes + 1):
+            t = time.perf_counter()
+            for i in range(n):
+                tab = await context.new_page()
+                await tab.goto(f"http://127.0.0.1:{port}/page{i}.html", wait_until="load")
+                title = await tab.title()
+                tree = await tab.locator("body").aria_snapshot()
+                text = await tab.inner_text("main")
+                assert title == f"Article {i}" and tree and "Paragraph 11" in text
+                await tab.close()
+            if p:  # the first pass warms the browser up: not counted
+                out.append((time.perf_counter() - t) * 1000)
+        await browser.close()
+    print(json.dumps(out))
+
+asyncio.run(main())
+"""
+)
 
 
 def progress(msg: str) -> None:
@@ -311,8 +381,11 @@ class Harness:
         with anyio.fail_after(CALL_TIMEOUT_S):
             result = await self.mcp.call_tool(tool, args)
         if result.is_error:
-            body = result.structured_content or {}
             text = " ".join(getattr(c, "text", "") for c in result.content)
+            try:
+                body = error_body(result)  # errors are text only: the uniform body is its last line
+            except (StopIteration, ValueError):
+                body = {}
             raise ToolCallError(tool, str(body.get("errorCode", "?")), str(body.get("error") or text[:500]))
         return dict(result.structured_content or {})
 
@@ -849,6 +922,71 @@ async def bench_browser_page(h: Harness, n: int) -> list[Series]:
     finally:
         with contextlib.suppress(BenchError):
             await h.call("process_kill", {"sandboxId": sid, "processId": pid})
+
+
+@benchmark("batch_extract", f"batch_extract_pages over {BATCH_PAGES} local pages", default_n=3)
+async def bench_batch_extract(h: Harness, n: int) -> list[Series]:
+    """Pages per second of a template run at concurrency 1, 3 and 5 (sync mode: the call's wall time,
+    and the run's own elapsedMs), next to a plain sequential Playwright loop in a bare container.
+    Each iteration runs all four, interleaved, so load drift hits every row."""
+    h.require_tools("run_task_template")
+    b = "batch_extract"
+    sid, _ = await h.shared_sandbox()
+    root = "bench_batch"
+    make = MAKE_PAGES + f"\nmake_pages({root!r}, {BATCH_PAGES})\n"
+    await h.call("code_run", {"sandboxId": sid, "language": "python", "code": make})
+    started = await h.call(
+        "code_run",
+        {
+            "sandboxId": sid,
+            "language": "bash",
+            "code": f"exec python3 -m http.server {BATCH_PORT} --bind 127.0.0.1",
+            "cwd": root,
+            "background": True,
+        },
+    )
+    urls = [f"http://127.0.0.1:{BATCH_PORT}/page{i}.html" for i in range(BATCH_PAGES)]
+    bare = await h.bare_sandbox()
+    baseline = Series(b, f"bare Playwright: sequential loop, {BATCH_PAGES} pages (baseline)", "pages/s")
+    wall = {c: Series(b, f"run_task_template, concurrency {c}: call wall time", "pages/s") for c in BATCH_CONCURRENCY}
+    inner = {c: Series(b, f"run_task_template, concurrency {c}: run elapsedMs", "pages/s") for c in BATCH_CONCURRENCY}
+
+    async def run(concurrency: int) -> tuple[float, dict[str, Any]]:
+        args = {
+            "templateId": "batch_extract_pages",
+            "sandboxId": sid,
+            "inputs": {"urls": urls, "concurrency": concurrency},
+            "options": {"mode": "sync", "timeoutMs": int(CALL_TIMEOUT_S * 1000) - 20_000},
+        }
+        ms, data = await h.timed_call("run_task_template", args)
+        if data.get("status") != "succeeded":
+            raise BenchError(f"batch run at concurrency {concurrency} ended {data.get('status')}: {data.get('error')}")
+        return ms, data
+
+    try:
+        await run(3)  # launches the browser, warms the page cache: not counted
+        for i in range(n):
+            code, out = bare.container.exec_run(
+                [AGENT_PYTHON, "-c", BARE_BATCH, "1", str(BATCH_PAGES), str(BATCH_PORT + 1)],
+                user="agent",
+                workdir="/tmp",
+                demux=True,
+            )
+            stdout, stderr = out
+            if code != 0:
+                raise BenchError(f"bare batch loop: exit {code}: {(stderr or b'')[-500:].decode(errors='replace')}")
+            for ms in json.loads(stdout):
+                baseline.add(BATCH_PAGES / (ms / 1000))
+            for c in BATCH_CONCURRENCY:
+                ms, data = await run(c)
+                wall[c].add(BATCH_PAGES / (ms / 1000))
+                inner[c].add(BATCH_PAGES / (data["metrics"]["elapsedMs"] / 1000))
+            rates = ", ".join(f"c{c} {wall[c].samples[-1]:.1f}" for c in BATCH_CONCURRENCY)
+            progress(f"{b} {i + 1}/{n}: bare loop {baseline.samples[-1]:.1f} pages/s; {rates} pages/s")
+        return [baseline, *(s for c in BATCH_CONCURRENCY for s in (wall[c], inner[c]))]
+    finally:
+        with contextlib.suppress(BenchError):
+            await h.call("process_kill", {"sandboxId": sid, "processId": started["processId"]})
 
 
 # -- report ----------------------------------------------------------------------------------
