@@ -102,10 +102,14 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) -> tuple[Starlette, MCPServer]:
+def http_caller(services: Services, tokens: TokenStore) -> CallerResolver:
+    """HTTP callers: owners named by their tokens, at the server's HTTP trust level (remote by default)."""
     trust = services.settings.http_trust_level
-    resolver = CallerResolver("http", tokens=tokens if len(tokens) else None, http_trust=trust)
-    server = build_server(services, resolver)
+    return CallerResolver("http", tokens=tokens if len(tokens) else None, http_trust=trust)
+
+
+def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) -> tuple[Starlette, MCPServer]:
+    server = build_server(services, http_caller(services, tokens))
     security = None
     if not _is_loopback(host):
         allowed = [f"{host}:{port}", host]

@@ -16,7 +16,7 @@ from mcp import Client
 from host.mcp.auth import TOKEN_HINT, TokenStore
 from host.mcp.caller import CallerResolver
 from host.mcp.forward import tool_name
-from host.mcp.server import TOOLSETS, build_server, http_app, serve_http, tool_specs
+from host.mcp.server import TOOLSETS, build_server, http_app, http_caller, serve_http, tool_specs
 from host.sandboxes.models import Caller
 from host.services import Services
 from host.testing.fake_backend import FakeBackend
@@ -178,3 +178,10 @@ async def test_http_app_refuses_unknown_tokens_with_the_uniform_body(services: S
 async def test_no_tokens_no_serving_beyond_loopback(host_settings, fake: FakeBackend) -> None:
     with pytest.raises(SystemExit, match="without authentication"):
         await serve_http(Services(host_settings, backend=fake), host="0.0.0.0", port=1, tokens=TokenStore({}))
+
+
+def test_http_callers_are_remote_unless_configured(host_settings, fake: FakeBackend) -> None:
+    tokens = TokenStore({})
+    assert http_caller(Services(host_settings, backend=fake), tokens).http_trust == "remote"
+    local = host_settings.replace(http_trust_level="local")
+    assert http_caller(Services(local, backend=fake), tokens).http_trust == "local"
