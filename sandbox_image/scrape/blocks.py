@@ -111,6 +111,8 @@ def _inline_text(element: HtmlElement, pieces: list[str], links: list[str], in_l
                 pieces.append("\n")
             else:
                 _inline_text(child, pieces, links, in_link or child.tag == "a")
+        elif isinstance(child.tag, str):
+            pieces.append(" ")  # a nested block separates the text around it
         if child.tail:
             pieces.append(child.tail)
             if in_link:

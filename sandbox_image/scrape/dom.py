@@ -62,6 +62,21 @@ def remove_unrendered(root: HtmlElement) -> None:
             drop(element)
 
 
+def unwrap_noscript(root: HtmlElement) -> None:
+    """Read <noscript> fallbacks as content: for a page whose scripts did not render it."""
+    for element in list(root.iter("noscript")):
+        if element.getparent() is not None:
+            element.drop_tag()
+
+
+def static_document(html: str) -> HtmlElement:
+    """The server's HTML as a browser without scripts would show it (noscript content included)."""
+    root = parse_html(html)
+    unwrap_noscript(root)
+    remove_unrendered(root)
+    return root
+
+
 def strip_marks(root: HtmlElement) -> None:
     """Remove annotate.js's data-bw-* attributes (they are ours, not the page's)."""
     for element in root.iter():
