@@ -341,9 +341,182 @@ def run_baselines(
     return systems
 
 
+# ---------------------------------------------------------------------------------------------
+# Our engine (runners) and the report
+# ---------------------------------------------------------------------------------------------
+
+# WCXB's published whole-dev-split figures (1,497 pages), for systems that cannot run here.
+PUBLISHED = {
+    "rs-trafilatura (published, full dev)": {
+        "overall": 0.859,
+        "article": 0.932,
+        "documentation": 0.932,
+        "service": 0.844,
+        "forum": 0.808,
+        "collection": 0.716,
+        "listing": 0.707,
+        "product": 0.641,
+    },
+    "trafilatura (published, full dev)": {
+        "overall": 0.791,
+        "article": 0.926,
+        "documentation": 0.888,
+        "service": 0.763,
+        "forum": 0.585,
+        "collection": 0.553,
+        "listing": 0.589,
+        "product": 0.567,
+    },
+}
+
+
+@dataclass
+class Output:
+    """What a runner made of one page: markdown (scored after reduction to text) and its cost."""
+
+    markdown: str
+    seconds: float
+    fallback: bool = False
+    source: str = ""
+    error: str = ""
+
+
+def run_offline(pages: list[Page], cache: Path, split: str, only_main_content: bool = True) -> dict[str, Output]:
+    """Our engine on the cached annotated renders, given the server's HTML as the tool would be."""
+    from sandbox_image.scrape.extract import extract_html
+
+    outputs = {}
+    for page in pages:
+        rendered = load_rendered(cache, split, page.file_id) or {}
+        started = time.perf_counter()
+        try:
+            extracted = extract_html(
+                rendered.get("annotated", ""),
+                page.url,
+                only_main_content=only_main_content,
+                response_html=page.html(),
+                lang=rendered.get("lang", ""),
+            )
+            outputs[page.file_id] = Output(
+                extracted.markdown, time.perf_counter() - started, extracted.fallback, extracted.source
+            )
+        except Exception as exc:  # scored as an empty answer, and reported
+            outputs[page.file_id] = Output("", time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}")
+    return outputs
+
+
+def run_mcp(pages: list[Page], cache: Path, split: str, only_main_content: bool = True) -> dict[str, Output]:
+    """End to end through the scrape MCP tool, the corpus served from inside a sandbox.
+
+    To come with the tool: start the server, create a sandbox, serve the corpus there on
+    127.0.0.1, call `scrape(url, format="markdown", onlyMainContent=...)` for each page and return
+    an Output per page (seconds = the whole call). Scoring and the report need nothing else.
+    """
+    raise SystemExit("the mcp runner needs the scrape tool (issue 10); use --runner offline")
+
+
+RUNNERS = {"offline": run_offline, "mcp": run_mcp}
+
+
+def score_outputs(pages: list[Page], texts: dict[str, str]) -> Scores:
+    scores = Scores()
+    for page in pages:
+        scores.per_page[page.file_id] = word_prf(texts.get(page.file_id, ""), page.main_content)
+    return scores
+
+
+def table(rows: dict[str, dict[str, dict[str, float]]], metric: str = "f1") -> str:
+    """Markdown table: one row per system, overall then each page type."""
+    columns = ["overall", *PAGE_TYPES]
+    out = ["| system | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
+    best = {c: max((r.get(c, {}).get(metric, 0.0) for r in rows.values()), default=0.0) for c in columns}
+    for name, summary in rows.items():
+        cells = []
+        for c in columns:
+            value = summary.get(c, {}).get(metric)
+            cell = "" if value is None else f"{value:.3f}"
+            cells.append(f"**{cell}**" if value is not None and value >= best[c] - 1e-9 else cell)
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def score(args: argparse.Namespace, pages: list[Page]) -> dict[str, Any]:
+    from sandbox_image.scrape.model import load_model
+    from sandbox_image.scrape.plaintext import markdown_to_text
+
+    pages = [p for p in pages if load_rendered(args.cache, args.split, p.file_id) is not None]
+    counts = Counter(p.page_type for p in pages)
+    print(f"{len(pages)} rendered pages: {dict(counts)}", file=sys.stderr)
+    summaries: dict[str, dict[str, dict[str, float]]] = {}
+    speed: dict[str, dict[str, float]] = {}
+    per_page: dict[str, dict[str, Any]] = {}
+
+    runner = RUNNERS[args.runner]
+    ours = runner(pages, args.cache, args.split)
+    texts = {fid: markdown_to_text(o.markdown) for fid, o in ours.items()}
+    ours_scores = score_outputs(pages, texts)
+    name = f"boxwright scrape ({args.runner})"
+    summaries[name] = ours_scores.summary(pages)
+    seconds = [o.seconds for o in ours.values()]
+    speed[name] = {
+        "mean_ms": 1000 * statistics.fmean(seconds),
+        "median_ms": 1000 * statistics.median(seconds),
+        "pages_per_s": len(seconds) / sum(seconds),
+    }
+    if args.runner == "offline":
+        render_ms = [(load_rendered(args.cache, args.split, p.file_id) or {}).get("render_ms", 0) for p in pages]
+        speed[name]["render_median_ms"] = statistics.median(render_ms)
+    errors = {fid: o.error for fid, o in ours.items() if o.error}
+    per_page[name] = {
+        fid: {"prf": ours_scores.per_page[fid], "fallback": o.fallback, "source": o.source} for fid, o in ours.items()
+    }
+
+    for system in [*PY311_BASELINES, *PY312_BASELINES, *NODE_BASELINES]:
+        answers = load_outputs(args.cache, args.split, system)
+        if not answers:
+            continue
+        missing = [p.file_id for p in pages if p.file_id not in answers]
+        if missing:
+            print(f"{system}: no output for {len(missing)} pages (scored 0 there)", file=sys.stderr)
+        scores = score_outputs(pages, {fid: a.get("text") or "" for fid, a in answers.items()})
+        summaries[system] = scores.summary(pages)
+        ms = [a["ms"] for a in answers.values() if "ms" in a]
+        if ms:
+            speed[system] = {"mean_ms": statistics.fmean(ms), "median_ms": statistics.median(ms)}
+        per_page[system] = {fid: {"prf": prf} for fid, prf in scores.per_page.items()}
+    if args.published:
+        for label, figures in PUBLISHED.items():
+            summaries[label] = {k: {"f1": v} for k, v in figures.items()}
+
+    model = load_model()
+    report = {
+        "split": args.split,
+        "corpus": str(args.corpus),
+        "pages": len(pages),
+        "page_types": dict(counts),
+        "runner": args.runner,
+        "model": dict(model.info),
+        "summaries": summaries,
+        "speed": speed,
+        "errors": errors,
+        "per_page": per_page,
+    }
+    print(f"\n### F1 ({args.split}, {len(pages)} pages)\n")
+    print(table(summaries, "f1"))
+    for metric in ("p", "r"):
+        print(f"\n### {'Precision' if metric == 'p' else 'Recall'}\n")
+        print(table({k: v for k, v in summaries.items() if "published" not in k}, metric))
+    print("\n### Speed (extraction only; ms per page)\n")
+    for system, figures in speed.items():
+        print(f"- {system}: " + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()))
+    if errors:
+        print(f"\n{len(errors)} pages failed in our engine: {list(errors.items())[:5]}")
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["render", "baselines", "score"])
+    parser.add_argument("command", choices=["render", "baselines", "prepare", "train", "score"])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--split", default="dev300", help="name of the corpus in the cache")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
@@ -360,6 +533,16 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("SCRAPE_QUALITY_NODE_MODULES"),
         help="node_modules with @mozilla/readability, defuddle, jsdom",
     )
+    parser.add_argument("--runner", choices=sorted(RUNNERS), default="offline")
+    parser.add_argument("--published", action="store_true", help="add WCXB's published rows to the table")
+    parser.add_argument("--output", type=Path, help="where to write the JSON report (default: in the cache)")
+    parser.add_argument(
+        "--train-on",
+        nargs="+",
+        default=[],
+        metavar="SPLIT=CORPUS",
+        help="train: the rendered splits to learn from, e.g. dev-rest=/path/to/wcxb/dev-rest",
+    )
     args = parser.parse_args(argv)
     pages = load_corpus(args.corpus, args.only)
     if args.command == "render":
@@ -368,7 +551,44 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "baselines":
         run_baselines(pages, args.cache, args.split, args.python312, args.node_modules)
         return 0
-    raise SystemExit("score: not yet")
+    if args.command == "prepare":
+        import scrape_train
+
+        prepare_pages = [p for p in pages if load_rendered(args.cache, args.split, p.file_id) is not None]
+        scrape_train.prepare(prepare_pages, args.cache, args.split, load_rendered)
+        return 0
+    if args.command == "train":
+        return train_command(args)
+    report = score(args, pages)
+    output = args.output or args.cache / f"scrape-quality-{args.split}-{args.runner}.json"
+    output.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    print(f"\nreport: {output}", file=sys.stderr)
+    return 0
+
+
+def train_command(args: argparse.Namespace) -> int:
+    """Learn the block classifier from other rendered splits (never the one being scored)."""
+    import scrape_train
+
+    rows = []
+    used = {}
+    for spec in args.train_on:
+        split, _, corpus = spec.partition("=")
+        pages = [p for p in load_corpus(Path(corpus)) if load_rendered(args.cache, split, p.file_id) is not None]
+        scrape_train.prepare(pages, args.cache, split, load_rendered)
+        rows += [scrape_train.page_rows(p, args.cache, split, load_rendered) for p in pages]
+        used[split] = len(pages)
+    if not rows:
+        raise SystemExit("train: give --train-on SPLIT=CORPUS (rendered first)")
+    info = {
+        "trained_on": used,
+        "blocks": sum(len(r.labels) for r in rows),
+        "label_purity": scrape_train.LABEL_PURITY,
+        "classifier": "sklearn HistGradientBoostingClassifier (defaults, random_state=0)",
+    }
+    forest = scrape_train.train(rows, info)
+    print(f"model: {len(forest.trees)} trees on {len(forest.features)} features; {info}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 // the page's HTML with those marks. Nothing in the live page is changed: the marks go on a clone.
 //
 //   data-bw-hidden="display|visibility|collapsed|offscreen|aria"   the reader cannot see it
+//   data-bw-hidden="visibility-text"   its own text is invisible, but a descendant is visible
 //   data-bw-box="x y w h"                                           layout box (CSS px, page coords)
 //   data-bw-fs="16"                                                 computed font size of a block
 //
@@ -45,9 +46,12 @@
       // rarely on text a reader is meant to read. The extractor decides what to do with it.
       hidden.set(el, "aria");
     }
-    if ((cs.visibility === "hidden" || cs.visibility === "collapse") && !visibleInside(el)) {
-      hidden.set(el, "visibility");
-      return;
+    if (cs.visibility === "hidden" || cs.visibility === "collapse") {
+      if (!visibleInside(el)) {
+        hidden.set(el, "visibility");
+        return;
+      }
+      hidden.set(el, "visibility-text"); // its own text is invisible, a descendant is shown again
     }
     if (cs.display !== "contents") {
       const rect = el.getBoundingClientRect();
@@ -89,8 +93,11 @@
       if (src.shadowRoot && src.shadowRoot.mode === "open") {
         for (const child of src.shadowRoot.childNodes) copy.appendChild(cloneWithMarks(child));
       }
-      // Form fields: what the reader sees is the current value, not the attribute.
-      if (src.tagName === "TEXTAREA") copy.textContent = src.value;
+      // Form fields: what the reader sees is the current value, not the markup's default.
+      if (src.tagName === "TEXTAREA") {
+        copy.textContent = src.value;
+        return copy;
+      }
       if (src.tagName === "TEMPLATE") return copy;
     }
     for (const child of src.childNodes) copy.appendChild(cloneWithMarks(child));

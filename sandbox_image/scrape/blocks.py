@@ -128,7 +128,9 @@ def segment(root: HtmlElement) -> list[Block]:
     def walk(element: HtmlElement, in_main: bool, in_chrome: bool, hidden: str) -> None:
         tag = element.tag
         role = (element.get("role") or "").lower()
-        hidden = hidden or (element.get("data-bw-hidden") or "")
+        mark = element.get("data-bw-hidden") or ""
+        own_hidden = hidden or ("visibility" if mark == "visibility-text" else mark)
+        hidden = hidden or ("" if mark == "visibility-text" else mark)  # what descendants inherit
         if tag in ("main", "article") or role in MAIN_ROLES:
             in_main = True
         if (tag in CHROME_TAGS and not in_main) or role in CHROME_ROLES:
@@ -152,7 +154,7 @@ def segment(root: HtmlElement) -> list[Block]:
                         in_main=in_main,
                         in_chrome=in_chrome,
                         heading=tag in HEADINGS or role == "heading",
-                        hidden=hidden,
+                        hidden=own_hidden,
                     )
                 )
         for child in element:

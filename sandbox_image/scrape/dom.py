@@ -46,10 +46,19 @@ def remove_hidden(root: HtmlElement, reasons: frozenset[str] = HIDDEN_REASONS) -
         if not isinstance(element.tag, str):
             continue
         reason = element.get("data-bw-hidden")
-        if reason and reason in reasons and element.getparent() is not None:
+        if reason == "visibility-text" and "visibility" in reasons:
+            remove_own_text(element)
+        elif reason and reason in reasons and element.getparent() is not None:
             drop(element)
             removed += 1
     return removed
+
+
+def remove_own_text(element: HtmlElement) -> None:
+    """Clear the text directly inside `element` (its children and their own text stay)."""
+    element.text = None
+    for child in element:
+        child.tail = None
 
 
 def remove_unrendered(root: HtmlElement) -> None:

@@ -18,7 +18,7 @@ from playwright.async_api import Page
 
 from sandbox_image.scrape.annotate import annotate_page
 from sandbox_image.scrape.document import Document, choose_document
-from sandbox_image.scrape.dom import HIDDEN_REASONS, strip_marks
+from sandbox_image.scrape.dom import HIDDEN_REASONS, remove_own_text, strip_marks
 from sandbox_image.scrape.links import extract_links
 from sandbox_image.scrape.main_content import content_element, implausibly_short, select_blocks
 from sandbox_image.scrape.markdown import to_markdown
@@ -52,8 +52,10 @@ def visible_body(document: Document) -> HtmlElement:
     for element in list(out.iter()):
         if not isinstance(element.tag, str) or element.getparent() is None:
             continue
-        hidden = element.get("data-bw-hidden") in HIDDEN_REASONS
-        if hidden and len(element.text_content().split()) <= HIDDEN_ARTEFACT_SHARE * total:
+        mark = element.get("data-bw-hidden")
+        if mark == "visibility-text":
+            remove_own_text(element)
+        elif mark in HIDDEN_REASONS and len(element.text_content().split()) <= HIDDEN_ARTEFACT_SHARE * total:
             element.drop_tree()
     out.tag = "body"
     return out
