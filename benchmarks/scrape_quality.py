@@ -541,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         default=[],
         metavar="SPLIT=CORPUS",
-        help="train: the rendered splits to learn from, e.g. dev-rest=/path/to/wcxb/dev-rest",
+        help="train: the prepared splits to learn from, e.g. dev-rest=/path/to/wcxb/dev-rest",
     )
     args = parser.parse_args(argv)
     pages = load_corpus(args.corpus, args.only)
@@ -574,8 +574,8 @@ def train_command(args: argparse.Namespace) -> int:
     used = {}
     for spec in args.train_on:
         split, _, corpus = spec.partition("=")
-        pages = [p for p in load_corpus(Path(corpus)) if load_rendered(args.cache, split, p.file_id) is not None]
-        scrape_train.prepare(pages, args.cache, split, load_rendered)
+        # Pages prepared (`prepare` command) so far: preparing is the slow part, run it on its own.
+        pages = [p for p in load_corpus(Path(corpus)) if scrape_train.prep_path(args.cache, split, p.file_id).exists()]
         rows += [scrape_train.page_rows(p, args.cache, split, load_rendered) for p in pages]
         used[split] = len(pages)
     if not rows:
