@@ -29,6 +29,9 @@ def _options(base_url: str) -> html_to_markdown.ConversionOptions:
         code_block_style="backticks",
         extract_metadata=False,
         base_url=base_url or None,
+        # Its preprocessing drops <nav> and forms wholesale; what is content is decided before
+        # conversion (main_content.py), so the converter converts everything it is given.
+        preprocessing=html_to_markdown.PreprocessingOptions(enabled=False),
     )
 
 

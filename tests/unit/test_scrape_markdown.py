@@ -83,3 +83,9 @@ def test_plain_text_of_markdown_round_trip_keeps_every_word() -> None:
     words = markdown_to_text(md(html)).split()
     for word in ("Setup", "Install", "package", "pip.", "fast", "small", "really", "alpha", "beta"):
         assert word in words
+
+
+def test_navigation_and_forms_given_to_the_converter_are_converted() -> None:
+    # Choosing content is main_content.py's job: the converter must not drop <nav> on its own.
+    out = md('<nav><a href="/toc">Contents</a></nav><form><label>Search the docs</label></form><p>Body</p>')
+    assert "[Contents](https://example.org/toc)" in out and "Search the docs" in out and "Body" in out
