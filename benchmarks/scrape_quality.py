@@ -319,26 +319,36 @@ def run_worker(
 
 
 def run_baselines(
-    pages: list[Page], cache: Path, split: str, python312: str | None, node_modules: str | None
+    pages: list[Page],
+    cache: Path,
+    split: str,
+    python312: str | None,
+    node_modules: str | None,
+    only: list[str] | None = None,
 ) -> list[str]:
-    """Run every baseline that can run here; returns the names of those with outputs."""
+    """Run every baseline that can run here (or those in `only`); returns the names run."""
     worker = str(HERE / "scrape_baselines.py")
-    run_worker([sys.executable, worker, "worker"], PY311_BASELINES, pages, cache, split)
-    systems = list(PY311_BASELINES)
-    if python312:
-        run_worker([python312, worker, "worker"], PY312_BASELINES, pages, cache, split)
-        systems += PY312_BASELINES
-    else:
-        print(
-            "no --python312: skipping rs-trafilatura and magic-html (their wheels need CPython 3.12)", file=sys.stderr
-        )
-    if node_modules:
-        node_env = {"NODE_PATH": node_modules}
-        run_worker(["node", str(HERE / "node_worker.js")], NODE_BASELINES, pages, cache, split, env=node_env)
-        systems += NODE_BASELINES
-    else:
-        print("no --node-modules: skipping Mozilla Readability and Defuddle", file=sys.stderr)
-    return systems
+    groups: list[tuple[list[str], tuple[str, ...], dict[str, str] | None, str]] = [
+        ([sys.executable, worker, "worker"], PY311_BASELINES, None, ""),
+        ([python312 or "", worker, "worker"], PY312_BASELINES, None, "" if python312 else "no --python312"),
+        (
+            ["node", str(HERE / "node_worker.js")],
+            NODE_BASELINES,
+            {"NODE_PATH": node_modules or ""},
+            "" if node_modules else "no --node-modules",
+        ),
+    ]
+    ran: list[str] = []
+    for command, systems, env, missing in groups:
+        chosen = tuple(s for s in systems if not only or s in only)
+        if not chosen:
+            continue
+        if missing:
+            print(f"{missing}: skipping {', '.join(chosen)}", file=sys.stderr)
+            continue
+        run_worker(command, chosen, pages, cache, split, env=env)
+        ran += chosen
+    return ran
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
         help="node_modules with @mozilla/readability, defuddle, jsdom",
     )
     parser.add_argument("--runner", choices=sorted(RUNNERS), default="offline")
+    parser.add_argument("--systems", nargs="*", help="baselines: run only these (default: all)")
     parser.add_argument("--published", action="store_true", help="add WCXB's published rows to the table")
     parser.add_argument("--output", type=Path, help="where to write the JSON report (default: in the cache)")
     parser.add_argument(
@@ -549,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(render_corpus(pages, args.cache, args.split, args.concurrency, args.force))
         return 0
     if args.command == "baselines":
-        run_baselines(pages, args.cache, args.split, args.python312, args.node_modules)
+        run_baselines(pages, args.cache, args.split, args.python312, args.node_modules, args.systems)
         return 0
     if args.command == "prepare":
         import scrape_train
