@@ -391,13 +391,26 @@ class Output:
     error: str = ""
 
 
-def run_offline(pages: list[Page], cache: Path, split: str, only_main_content: bool = True) -> dict[str, Output]:
-    """Our engine on the cached annotated renders, given the server's HTML as the tool would be."""
+def run_offline(
+    pages: list[Page], cache: Path, split: str, only_main_content: bool = True, reuse_prepared: bool = False
+) -> dict[str, Output]:
+    """Our engine on the cached annotated renders, given the server's HTML as the tool would be.
+
+    reuse_prepared: take the voters' answers from the `prepare` cache (same document, same code,
+    so the same result) instead of running them again; the timings then leave the voters out.
+    """
+    import scrape_train
+
     from sandbox_image.scrape.extract import extract_html
 
     outputs = {}
-    for page in pages:
+    for n, page in enumerate(pages, 1):
         rendered = load_rendered(cache, split, page.file_id) or {}
+        voter_texts = None
+        prepared = scrape_train.prep_path(cache, split, page.file_id)
+        if reuse_prepared and prepared.exists():
+            with gzip.open(prepared, "rt", encoding="utf-8") as f:
+                voter_texts = json.load(f)["voters"]
         started = time.perf_counter()
         try:
             extracted = extract_html(
@@ -406,16 +419,21 @@ def run_offline(pages: list[Page], cache: Path, split: str, only_main_content: b
                 only_main_content=only_main_content,
                 response_html=page.html(),
                 lang=rendered.get("lang", ""),
+                voter_texts=voter_texts,
             )
             outputs[page.file_id] = Output(
                 extracted.markdown, time.perf_counter() - started, extracted.fallback, extracted.source
             )
         except Exception as exc:  # scored as an empty answer, and reported
             outputs[page.file_id] = Output("", time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}")
+        if n % 50 == 0:
+            print(f"  ours: {n}/{len(pages)}", file=sys.stderr)
     return outputs
 
 
-def run_mcp(pages: list[Page], cache: Path, split: str, only_main_content: bool = True) -> dict[str, Output]:
+def run_mcp(
+    pages: list[Page], cache: Path, split: str, only_main_content: bool = True, reuse_prepared: bool = False
+) -> dict[str, Output]:
     """End to end through the scrape MCP tool, the corpus served from inside a sandbox.
 
     To come with the tool: start the server, create a sandbox, serve the corpus there on
@@ -462,7 +480,7 @@ def score(args: argparse.Namespace, pages: list[Page]) -> dict[str, Any]:
     per_page: dict[str, dict[str, Any]] = {}
 
     runner = RUNNERS[args.runner]
-    ours = runner(pages, args.cache, args.split)
+    ours = runner(pages, args.cache, args.split, reuse_prepared=args.reuse_prepared)
     texts = {fid: markdown_to_text(o.markdown) for fid, o in ours.items()}
     ours_scores = score_outputs(pages, texts)
     name = f"boxwright scrape ({args.runner})"
@@ -505,6 +523,7 @@ def score(args: argparse.Namespace, pages: list[Page]) -> dict[str, Any]:
         "pages": len(pages),
         "page_types": dict(counts),
         "runner": args.runner,
+        "reused_prepared_voters": args.reuse_prepared,
         "model": dict(model.info),
         "summaries": summaries,
         "speed": speed,
@@ -545,6 +564,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--runner", choices=sorted(RUNNERS), default="offline")
     parser.add_argument("--systems", nargs="*", help="baselines: run only these (default: all)")
+    parser.add_argument(
+        "--reuse-prepared", action="store_true", help="score: reuse the voters' cached answers (quality only)"
+    )
     parser.add_argument("--published", action="store_true", help="add WCXB's published rows to the table")
     parser.add_argument("--output", type=Path, help="where to write the JSON report (default: in the cache)")
     parser.add_argument(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lxml.html import HtmlElement, tostring
@@ -69,6 +70,7 @@ def extract_html(
     response_html: str | None = None,
     lang: str = "",
     model: Forest | None = None,
+    voter_texts: Mapping[str, str] | None = None,
 ) -> ExtractedPage:
     """Extract from annotate.js's HTML (plain HTML works too: it just has no visibility marks)."""
     document = choose_document(annotated_html, response_html)
@@ -77,7 +79,7 @@ def extract_html(
     links = extract_links(root, url)
     fallback = False
     if only_main_content:
-        selection = select_blocks(document, url, lang or metadata.language, model)
+        selection = select_blocks(document, url, lang or metadata.language, model, voter_texts)
         fallback = selection.fallback
         content = visible_body(document) if fallback else content_element(document, selection)
     else:

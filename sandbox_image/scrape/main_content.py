@@ -16,6 +16,7 @@ MIN_WORDS words and under MIN_SHARE of the page — the whole visible page is re
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lxml.html import HtmlElement
@@ -57,14 +58,24 @@ def implausibly_short(kept_words: int, page_words: int) -> bool:
     return kept_words == 0 or (kept_words < MIN_WORDS and kept_words < MIN_SHARE * page_words)
 
 
-def select_blocks(document: Document, url: str, lang: str = "", model: Forest | None = None) -> Selection:
-    """Which blocks of the document are main content (with the fallback rule applied)."""
+def select_blocks(
+    document: Document,
+    url: str,
+    lang: str = "",
+    model: Forest | None = None,
+    voter_texts: Mapping[str, str] | None = None,
+) -> Selection:
+    """Which blocks of the document are main content (with the fallback rule applied).
+
+    `voter_texts` lets the benchmark reuse the voters' answers it cached for this very document.
+    """
     model = model or load_model()
     blocks = segment(document.root)
     if not blocks:
         return Selection(blocks, [], set(), fallback=True)
     texts = [b.text for b in blocks]
-    votes = {name: kept_blocks(texts, text) for name, text in run_voters(document.html(), url, lang).items()}
+    answers = voter_texts if voter_texts is not None else run_voters(document.html(), url, lang)
+    votes = {name: kept_blocks(texts, text) for name, text in answers.items()}
     probabilities = model.probabilities(block_features(blocks, votes))
     kept = {b.index for b, p in zip(blocks, probabilities, strict=True) if p >= model.threshold}
     kept = _whole_tables(blocks, kept)
