@@ -32,6 +32,9 @@ def _options(base_url: str) -> html_to_markdown.ConversionOptions:
         # Its preprocessing drops <nav> and forms wholesale; what is content is decided before
         # conversion (main_content.py), so the converter converts everything it is given.
         preprocessing=html_to_markdown.PreprocessingOptions(enabled=False),
+        # Likewise visibility: the rendered page decided it (a closed <details> is content a reader
+        # can open; display:none was already removed where it was not), so convert it all.
+        hidden_content="all",
     )
 
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 import re
 
 _FENCE = re.compile(r"^\s*(```|~~~).*$", re.MULTILINE)
-_IMAGE = re.compile(r"!\[(?:[^\]\\]|\\.)*\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)")
-_LINK = re.compile(r"\[((?:[^\]\\]|\\.)*)\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)")
+# Link and image targets: `](url "title")` or `](<url with spaces>)`, one level of parentheses inside.
+_TARGET_ANGLE = re.compile(r"\]\(\s*<[^>\n]*>(?:\s+\"[^\"\n]*\")?\s*\)")
+_TARGET = re.compile(r"\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
+_IMAGE = re.compile(r"!\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]")
+_BRACKETED = re.compile(r"\[((?:[^\[\]\n]|\\[\[\]])*)\]")
 _REF_LINK = re.compile(r"\[((?:[^\]\\]|\\.)*)\]\[[^\]]*\]")
 _REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s+\S+.*$", re.MULTILINE)
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$", re.MULTILINE)
@@ -30,10 +33,13 @@ _SPACES = re.compile(r"[ \t]+")
 def markdown_to_text(markdown: str) -> str:
     """Plain text of a markdown document (block breaks kept as newlines)."""
     text = _FENCE.sub("", markdown)
-    text = _IMAGE.sub("", text)
-    text = _LINK.sub(r"\1", text)
-    text = _REF_LINK.sub(r"\1", text)
     text = _REF_DEF.sub("", text)
+    text = _REF_LINK.sub(r"\1", text)
+    text = _TARGET_ANGLE.sub("]", text)
+    text = _TARGET.sub("]", text)
+    text = _IMAGE.sub("", text)  # images are `![alt]` now; nested `[![alt]]` loses the image too
+    for _ in range(3):  # link text, innermost brackets first
+        text = _BRACKETED.sub(r"\1", text)
     text = _AUTOLINK.sub(r"\1", text)
     text = _TABLE_RULE.sub("", text)
     text = _HRULE.sub("", text)

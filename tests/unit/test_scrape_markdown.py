@@ -89,3 +89,16 @@ def test_navigation_and_forms_given_to_the_converter_are_converted() -> None:
     # Choosing content is main_content.py's job: the converter must not drop <nav> on its own.
     out = md('<nav><a href="/toc">Contents</a></nav><form><label>Search the docs</label></form><p>Body</p>')
     assert "[Contents](https://example.org/toc)" in out and "Search the docs" in out and "Body" in out
+
+
+def test_closed_details_and_custom_elements_are_converted() -> None:
+    out = md("<product-info><details><summary>Specs</summary><p>Weight 2 kg</p></details></product-info>")
+    assert "Specs" in out and "Weight 2 kg" in out
+
+
+def test_plain_text_drops_targets_of_links_with_brackets_spaces_and_nested_images() -> None:
+    text = markdown_to_text(
+        "[[pdf]](https://arxiv.org/pdf/1.pdf) [Title [v2]](http://a.b/c) [x](<https://a.b/c d>) "
+        "[![logo](https://x/l.png)](https://x/) [b](https://w.org/x_(y))"
+    )
+    assert text.split() == ["pdf", "Title", "v2", "x", "b"]
