@@ -35,6 +35,9 @@ def _options(base_url: str) -> html_to_markdown.ConversionOptions:
         # Likewise visibility: the rendered page decided it (a closed <details> is content a reader
         # can open; display:none was already removed where it was not), so convert it all.
         hidden_content="all",
+        # Images stay images everywhere (by default those in headings become their alt text,
+        # which puts "Article image for: …" into a heading's words).
+        keep_inline_images_in=["h1", "h2", "h3", "h4", "h5", "h6", "a", "td", "th", "li", "figcaption"],
     )
 
 

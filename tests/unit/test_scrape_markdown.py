@@ -102,3 +102,9 @@ def test_plain_text_drops_targets_of_links_with_brackets_spaces_and_nested_image
         "[![logo](https://x/l.png)](https://x/) [b](https://w.org/x_(y))"
     )
     assert text.split() == ["pdf", "Title", "v2", "x", "b"]
+
+
+def test_images_in_headings_stay_images() -> None:
+    out = md('<h3><a href="/story"><img src="/t.jpg" alt="Article image for: Story">Story</a></h3>')
+    assert "![Article image for: Story](https://example.org/t.jpg)" in out
+    assert markdown_to_text(out).split() == ["Story"]
