@@ -32,6 +32,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Iterable
@@ -309,8 +310,14 @@ def run_worker(
         env={**os.environ, **(env or {})},
     ) as proc:
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(jobs)
-        proc.stdin.close()
+        stdin = proc.stdin
+
+        def feed() -> None:  # in a thread: the jobs can outgrow the pipe while answers come back
+            stdin.write(jobs)
+            stdin.close()
+
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
         for line in proc.stdout:
             answer = json.loads(line)
             files[answer["system"]].write(json.dumps(answer) + "\n")

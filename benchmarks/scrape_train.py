@@ -32,6 +32,7 @@ from sandbox_image.scrape.blocks import segment  # noqa: E402
 from sandbox_image.scrape.document import choose_document  # noqa: E402
 from sandbox_image.scrape.features import block_features  # noqa: E402
 from sandbox_image.scrape.model import MODEL_PATH, Forest, from_sklearn  # noqa: E402
+from sandbox_image.scrape.page_kind import page_kind_features  # noqa: E402
 from sandbox_image.scrape.voters import run_voters  # noqa: E402
 
 LABEL_PURITY = 0.95
@@ -83,7 +84,8 @@ def page_rows(page: Any, cache: Path, split: str, load_rendered: Any) -> PageRow
     labels = [
         sum(1 for w in _WORD.findall(b.text.lower()) if gold[w]) >= LABEL_PURITY * max(b.words, 1) for b in blocks
     ]
-    return PageRows(page.file_id, texts, [b.words for b in blocks], block_features(blocks, votes), labels)
+    features = block_features(blocks, votes, page_kind_features(document.root, page.url))
+    return PageRows(page.file_id, texts, [b.words for b in blocks], features, labels)
 
 
 def fit(rows: list[PageRows], features: list[str] | None = None) -> tuple[Any, list[str]]:

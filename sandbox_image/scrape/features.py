@@ -100,8 +100,13 @@ def _ancestor(element: object, level: int) -> object:
     return element
 
 
-def block_features(blocks: Sequence[Block], votes: Mapping[str, Sequence[bool]]) -> list[dict[str, float]]:
-    """One feature dict per block; `votes` maps each extractor to its kept flags per block."""
+def block_features(
+    blocks: Sequence[Block],
+    votes: Mapping[str, Sequence[bool]],
+    page: Mapping[str, float] | None = None,
+) -> list[dict[str, float]]:
+    """One feature dict per block; `votes` maps each extractor to its kept flags per block and
+    `page` holds page-wide signals (page_kind.py) copied onto every row."""
     n = len(blocks)
     if not n:
         return []
@@ -121,6 +126,8 @@ def block_features(blocks: Sequence[Block], votes: Mapping[str, Sequence[bool]])
         around = [vote_sum[j] for j in range(lo, hi) if j != i]
         boiler, content, boiler_depth = _ancestor_hints(b)
         f: dict[str, float] = {f"vote_{name}": float(flags[i]) for name, flags in votes.items()}
+        if page:
+            f.update(page)
         f.update({f"page_kept_{name}": share for name, share in kept_share.items()})
         for level in CONTAINER_LEVELS:
             words, voted, links = containers.get(id(_ancestor(b.element, level)), (0.0, 0.0, 0.0))

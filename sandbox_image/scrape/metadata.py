@@ -71,7 +71,7 @@ def _metas(root: HtmlElement) -> dict[str, str]:
     return found
 
 
-def _json_ld(root: HtmlElement) -> Iterator[dict[str, Any]]:
+def json_ld_objects(root: HtmlElement) -> Iterator[dict[str, Any]]:
     """Every JSON object in the page's application/ld+json scripts (@graph flattened)."""
     for script in root.iter("script"):
         if (script.get("type") or "").strip().lower() != "application/ld+json" or not script.text:
@@ -116,7 +116,7 @@ def _microdata(root: HtmlElement, prop: str) -> str:
 def extract_metadata(root: HtmlElement, url: str) -> PageMetadata:
     """The page's stated metadata; `root` is the whole document (its <head> included)."""
     metas = _metas(root)
-    ld = list(_json_ld(root))
+    ld = list(json_ld_objects(root))
     title_element = root.find(".//title")
     title = _clean(title_element.text_content() if title_element is not None else "") or metas.get("og:title", "")
     description = metas.get("description") or metas.get("og:description") or metas.get("twitter:description", "")

@@ -11,6 +11,7 @@ from sandbox_image.scrape.features import block_features
 from sandbox_image.scrape.main_content import Selection, _whole_tables, content_element
 from sandbox_image.scrape.markdown import to_markdown
 from sandbox_image.scrape.model import Forest, load_model
+from sandbox_image.scrape.page_kind import page_kind_features
 
 PAGE = """<html><body>
 <nav><a href="/">Home</a> <a href="/shop">Shop</a></nav>
@@ -88,9 +89,25 @@ def test_shipped_model_matches_the_features_the_engine_computes() -> None:
     document = choose_document(PAGE)
     blocks = segment(document.root)
     votes = {name: [True] * len(blocks) for name in ("trafilatura", "readability")}
-    rows = block_features(blocks, votes)
+    rows = block_features(blocks, votes, page_kind_features(document.root, "https://example.org/blog/post"))
     computed = set(rows[0])
     names = {n for n in model.features if not n.startswith(("vote_", "page_kept_"))}
+    assert names, "the model uses block features"
     assert names <= computed, names - computed
     probabilities = model.probabilities(rows)
     assert len(probabilities) == len(blocks) and all(0.0 <= p <= 1.0 for p in probabilities)
+
+
+def test_page_kind_signals_come_from_the_page_itself() -> None:
+    from sandbox_image.scrape.dom import parse_html
+
+    root = parse_html(
+        '<html><head><script type="application/ld+json">{"@type": ["Product"]}</script>'
+        '<meta property="og:type" content="article"></head><body><div itemtype="https://schema.org/QAPage"></div>'
+        "</body></html>"
+    )
+    kinds = page_kind_features(root, "https://shop.example/products/mug")
+    assert kinds["declares_product"] == kinds["declares_article"] == kinds["declares_forum"] == 1.0
+    assert kinds["declares_docs"] == 0.0
+    assert kinds["path_product"] == 1.0 and kinds["path_forum"] == 0.0 and kinds["path_depth"] == 2.0
+    assert page_kind_features(parse_html(""), "not a url")["path_depth"] == 0.0
