@@ -110,4 +110,5 @@ def test_page_kind_signals_come_from_the_page_itself() -> None:
     assert kinds["declares_product"] == kinds["declares_article"] == kinds["declares_forum"] == 1.0
     assert kinds["declares_docs"] == 0.0
     assert kinds["path_product"] == 1.0 and kinds["path_forum"] == 0.0 and kinds["path_depth"] == 2.0
-    assert page_kind_features(parse_html(""), "not a url")["path_depth"] == 0.0
+    assert page_kind_features(parse_html(""), "about:blank")["path_depth"] == 1.0
+    assert sum(page_kind_features(parse_html(""), "").values()) == 0.0
