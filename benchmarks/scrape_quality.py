@@ -1,0 +1,635 @@
+"""Main-content quality of `scrape` on WCXB pages, side by side with every installed extractor.
+
+Run by hand (needs the `bench` extra, Chromium at /usr/bin/chromium, and for some baselines a
+Python 3.12 and node modules; see docs/scrape-quality.md):
+
+    .venv/bin/python benchmarks/scrape_quality.py render            # render + annotate once, cached
+    .venv/bin/python benchmarks/scrape_quality.py score             # our engine + baselines, table
+    .venv/bin/python benchmarks/scrape_quality.py score --split test --corpus /path/to/wcxb/test
+
+Pages are served on 127.0.0.1 by this script and Chromium may reach nothing else: every request to
+another host is aborted and every hostname but 127.0.0.1 resolves to nothing, so no page's
+original address is ever fetched. Scores are WCXB's: word-level precision / recall / F1 between the
+extracted text (markdown reduced to plain text) and the ground truth, averaged over pages, overall
+and per page type.
+
+Runners (how a page becomes our engine's output):
+- `offline`: the host's Chromium renders each page, annotate.js marks it, the result is cached
+  under --cache; our engine then runs on the cached annotated HTML (fast iterations).
+- `mcp` (to come with the scrape tool): scrape each page through the real MCP tool from a sandbox
+  that serves the corpus itself; the runner interface below is all it needs to implement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gzip
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from aiohttp import web  # noqa: E402
+
+DEFAULT_CORPUS = Path(os.environ.get("WCXB_CORPUS", ROOT.parent.parent / "shared/corpora/wcxb-dev-300"))
+DEFAULT_CACHE = Path(os.environ.get("SCRAPE_QUALITY_CACHE", "/work/cache-extract"))
+PAGE_TYPES = ("article", "service", "forum", "product", "collection", "listing", "documentation")
+# Every hostname but loopback resolves to nothing: no DNS query and no connection leaves the machine.
+ISOLATION_ARGS = ("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",)
+
+
+# ---------------------------------------------------------------------------------------------
+# Corpus and scoring
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    file_id: str
+    page_type: str
+    url: str
+    html_path: Path
+    main_content: str
+
+    def html(self) -> str:
+        with gzip.open(self.html_path, "rt", encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+
+def load_corpus(corpus: Path, only: Iterable[str] | None = None) -> list[Page]:
+    """Pages of a WCXB directory (html/, ground-truth/); the page type comes from the ground truth."""
+    wanted = set(only) if only else None
+    pages = []
+    for gt_file in sorted((corpus / "ground-truth").glob("*.json")):
+        if wanted is not None and gt_file.stem not in wanted:
+            continue
+        data = json.loads(gt_file.read_text(encoding="utf-8"))
+        page_type = ((data.get("_internal") or {}).get("page_type") or {}).get("primary", "article")
+        pages.append(
+            Page(
+                file_id=gt_file.stem,
+                page_type="collection" if page_type == "category" else page_type,
+                url=data.get("url") or "",
+                html_path=corpus / "html" / f"{gt_file.stem}.html.gz",
+                main_content=(data.get("ground_truth") or {}).get("main_content") or "",
+            )
+        )
+    return pages
+
+
+_WORD = re.compile(r"\w+")
+
+
+def word_prf(predicted: str, reference: str) -> tuple[float, float, float]:
+    """WCXB's metric: lower-cased \\w+ tokens, multiset overlap."""
+    pred = Counter(_WORD.findall(predicted.lower()))
+    ref = Counter(_WORD.findall(reference.lower()))
+    if not ref:
+        return (1.0, 1.0, 1.0) if not pred else (0.0, 0.0, 0.0)
+    if not pred:
+        return (0.0, 0.0, 0.0)
+    overlap = sum((pred & ref).values())
+    p, r = overlap / sum(pred.values()), overlap / sum(ref.values())
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+@dataclass
+class Scores:
+    """Per-page scores of one system."""
+
+    per_page: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    seconds: list[float] = field(default_factory=list)
+    failures: int = 0
+
+    def summary(self, pages: list[Page]) -> dict[str, dict[str, float]]:
+        groups: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+        for page in pages:
+            prf = self.per_page.get(page.file_id, (0.0, 0.0, 0.0))
+            groups["overall"].append(prf)
+            groups[page.page_type].append(prf)
+        return {
+            name: {
+                "n": len(v),
+                "p": statistics.fmean(x[0] for x in v),
+                "r": statistics.fmean(x[1] for x in v),
+                "f1": statistics.fmean(x[2] for x in v),
+            }
+            for name, v in groups.items()
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving and rendering (the offline runner)
+# ---------------------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def serve(pages: dict[str, Page]) -> AsyncIterator[str]:
+    """Serve the corpus on 127.0.0.1 (an ephemeral port): /p/<file_id>; anything else is a 404."""
+
+    async def handler(request: web.Request) -> web.Response:
+        page = pages.get(request.match_info["file_id"])
+        if page is None:
+            raise web.HTTPNotFound()
+        return web.Response(text=page.html(), content_type="text/html", charset="utf-8")
+
+    app = web.Application()
+    app.router.add_get("/p/{file_id}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def cache_path(cache: Path, split: str, file_id: str) -> Path:
+    return cache / "render" / split / f"{file_id}.json.gz"
+
+
+async def render_corpus(pages: list[Page], cache: Path, split: str, concurrency: int, force: bool) -> None:
+    """Render and annotate each page once with the host's Chromium; the result is cached."""
+    from playwright.async_api import Route, async_playwright
+
+    from sandbox_image.browser.settings import LAUNCH_ARGS, VIEWPORT
+    from sandbox_image.scrape.annotate import annotate_page
+    from sandbox_image.scrape.settle import settle
+
+    todo = [p for p in pages if force or not cache_path(cache, split, p.file_id).exists()]
+    print(f"rendering {len(todo)} of {len(pages)} pages ({split}) into {cache}", file=sys.stderr)
+    if not todo:
+        return
+    by_id = {p.file_id: p for p in pages}
+    async with serve(by_id) as base, async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=os.environ.get("BOXWRIGHT_CHROMIUM", "/usr/bin/chromium"),
+            args=[*LAUNCH_ARGS, *ISOLATION_ARGS],
+            headless=True,
+        )
+
+        async def only_loopback(route: Route) -> None:
+            if route.request.url.startswith(base + "/"):
+                await route.continue_()
+            else:
+                await route.abort("blockedbyclient")
+
+        queue: asyncio.Queue[Page] = asyncio.Queue()
+        for page in todo:
+            queue.put_nowait(page)
+        done = 0
+
+        async def worker() -> None:
+            nonlocal done
+            while not queue.empty():
+                page = queue.get_nowait()
+                context = await browser.new_context(viewport=VIEWPORT, service_workers="block")
+                await context.route("**/*", only_loopback)
+                tab = await context.new_page()
+                started = time.perf_counter()
+                record: dict[str, Any] = {"file_id": page.file_id, "url": page.url}
+                try:
+                    await tab.goto(f"{base}/p/{page.file_id}", wait_until="load", timeout=20_000)
+                    await settle(tab, max_ms=3000)
+                    try:
+                        annotated = await annotate_page(tab)
+                    except Exception:  # a script navigated the page meanwhile: read the page it went to
+                        await tab.wait_for_load_state("load", timeout=10_000)
+                        await settle(tab, max_ms=3000)
+                        annotated = await annotate_page(tab)
+                    record.update(
+                        annotated=annotated.html,
+                        title=annotated.title,
+                        lang=annotated.lang,
+                        stats=annotated.stats,
+                        width=annotated.width,
+                        height=annotated.height,
+                    )
+                except Exception as exc:  # a page that breaks the renderer is recorded, not fatal
+                    record["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                record["render_ms"] = round((time.perf_counter() - started) * 1000)
+                await context.close()
+                path = cache_path(cache, split, page.file_id)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with gzip.open(path, "wt", encoding="utf-8") as f:
+                    json.dump(record, f)
+                done += 1
+                if done % 25 == 0:
+                    print(f"  {done}/{len(todo)}", file=sys.stderr)
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await browser.close()
+
+
+def load_rendered(cache: Path, split: str, file_id: str) -> dict[str, Any] | None:
+    path = cache_path(cache, split, file_id)
+    if not path.exists():
+        return None
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+# ---------------------------------------------------------------------------------------------
+# Baselines: every installed extractor on the page's own HTML, in worker processes
+# ---------------------------------------------------------------------------------------------
+
+HERE = Path(__file__).resolve().parent
+PY311_BASELINES = (
+    "trafilatura",
+    "trafilatura-recall",
+    "trafilatura-precision",
+    "readability-lxml",
+    "justext",
+    "goose3",
+    "newspaper4k",
+    "boilerpy3",
+    "resiliparse",
+    "readabilipy",
+    "trafilaturacore",
+    "html-text (full page)",
+    "inscriptis (full page)",
+)
+PY312_BASELINES = ("rs-trafilatura", "magic-html")
+NODE_BASELINES = ("mozilla-readability", "defuddle")
+
+
+def outputs_path(cache: Path, split: str, system: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", system).strip("_")
+    return cache / "out" / split / f"{safe}.jsonl"
+
+
+def load_outputs(cache: Path, split: str, system: str) -> dict[str, dict[str, Any]]:
+    path = outputs_path(cache, split, system)
+    if not path.exists():
+        return {}
+    answers = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        answer = json.loads(line)
+        answers[answer["id"]] = answer
+    return answers
+
+
+def run_worker(
+    command: list[str],
+    systems: tuple[str, ...],
+    pages: list[Page],
+    cache: Path,
+    split: str,
+    env: dict[str, str] | None = None,
+) -> None:
+    """Run a worker over the pages whose outputs are not cached yet; answers are appended."""
+    missing = [p for p in pages if any(p.file_id not in load_outputs(cache, split, s) for s in systems)]
+    if not missing:
+        return
+    print(f"{' '.join(systems)}: {len(missing)} pages", file=sys.stderr)
+    jobs = "".join(json.dumps({"id": p.file_id, "path": str(p.html_path), "url": p.url}) + "\n" for p in missing)
+    outputs_path(cache, split, systems[0]).parent.mkdir(parents=True, exist_ok=True)
+    files = {s: outputs_path(cache, split, s).open("a", encoding="utf-8") for s in systems}
+    with subprocess.Popen(
+        [*command, *systems],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        stdin = proc.stdin
+
+        def feed() -> None:  # in a thread: the jobs can outgrow the pipe while answers come back
+            stdin.write(jobs)
+            stdin.close()
+
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+        for line in proc.stdout:
+            answer = json.loads(line)
+            files[answer["system"]].write(json.dumps(answer) + "\n")
+    for f in files.values():
+        f.close()
+
+
+def run_baselines(
+    pages: list[Page],
+    cache: Path,
+    split: str,
+    python312: str | None,
+    node_modules: str | None,
+    only: list[str] | None = None,
+) -> list[str]:
+    """Run every baseline that can run here (or those in `only`); returns the names run."""
+    worker = str(HERE / "scrape_baselines.py")
+    groups: list[tuple[list[str], tuple[str, ...], dict[str, str] | None, str]] = [
+        ([sys.executable, worker, "worker"], PY311_BASELINES, None, ""),
+        ([python312 or "", worker, "worker"], PY312_BASELINES, None, "" if python312 else "no --python312"),
+        (
+            ["node", str(HERE / "node_worker.js")],
+            NODE_BASELINES,
+            {"NODE_PATH": node_modules or ""},
+            "" if node_modules else "no --node-modules",
+        ),
+    ]
+    ran: list[str] = []
+    for command, systems, env, missing in groups:
+        chosen = tuple(s for s in systems if not only or s in only)
+        if not chosen:
+            continue
+        if missing:
+            print(f"{missing}: skipping {', '.join(chosen)}", file=sys.stderr)
+            continue
+        run_worker(command, chosen, pages, cache, split, env=env)
+        ran += chosen
+    return ran
+
+
+# ---------------------------------------------------------------------------------------------
+# Our engine (runners) and the report
+# ---------------------------------------------------------------------------------------------
+
+# WCXB's published whole-dev-split figures (1,497 pages), for systems that cannot run here.
+PUBLISHED = {
+    "rs-trafilatura (published, full dev)": {
+        "overall": 0.859,
+        "article": 0.932,
+        "documentation": 0.932,
+        "service": 0.844,
+        "forum": 0.808,
+        "collection": 0.716,
+        "listing": 0.707,
+        "product": 0.641,
+    },
+    "trafilatura (published, full dev)": {
+        "overall": 0.791,
+        "article": 0.926,
+        "documentation": 0.888,
+        "service": 0.763,
+        "forum": 0.585,
+        "collection": 0.553,
+        "listing": 0.589,
+        "product": 0.567,
+    },
+}
+
+
+@dataclass
+class Output:
+    """What a runner made of one page: markdown (scored after reduction to text) and its cost."""
+
+    markdown: str
+    seconds: float
+    fallback: bool = False
+    source: str = ""
+    error: str = ""
+
+
+def run_offline(
+    pages: list[Page], cache: Path, split: str, only_main_content: bool = True, reuse_prepared: bool = False
+) -> dict[str, Output]:
+    """Our engine on the cached annotated renders, given the server's HTML as the tool would be.
+
+    reuse_prepared: take the voters' answers from the `prepare` cache (same document, same code,
+    so the same result) instead of running them again; the timings then leave the voters out.
+    """
+    import scrape_train
+
+    from sandbox_image.scrape.extract import extract_html
+
+    outputs = {}
+    for n, page in enumerate(pages, 1):
+        rendered = load_rendered(cache, split, page.file_id) or {}
+        voter_texts = None
+        prepared = scrape_train.prep_path(cache, split, page.file_id)
+        if reuse_prepared and prepared.exists():
+            with gzip.open(prepared, "rt", encoding="utf-8") as f:
+                voter_texts = json.load(f)["voters"]
+        started = time.perf_counter()
+        try:
+            extracted = extract_html(
+                rendered.get("annotated", ""),
+                page.url,
+                only_main_content=only_main_content,
+                response_html=page.html(),
+                lang=rendered.get("lang", ""),
+                voter_texts=voter_texts,
+            )
+            outputs[page.file_id] = Output(
+                extracted.markdown, time.perf_counter() - started, extracted.fallback, extracted.source
+            )
+        except Exception as exc:  # scored as an empty answer, and reported
+            outputs[page.file_id] = Output("", time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}")
+        if n % 50 == 0:
+            print(f"  ours: {n}/{len(pages)}", file=sys.stderr)
+    return outputs
+
+
+def run_mcp(
+    pages: list[Page], cache: Path, split: str, only_main_content: bool = True, reuse_prepared: bool = False
+) -> dict[str, Output]:
+    """End to end through the scrape MCP tool, the corpus served from inside a sandbox.
+
+    To come with the tool: start the server, create a sandbox, serve the corpus there on
+    127.0.0.1, call `scrape(url, format="markdown", onlyMainContent=...)` for each page and return
+    an Output per page (seconds = the whole call). Scoring and the report need nothing else.
+    """
+    raise SystemExit("the mcp runner needs the scrape tool (issue 10); use --runner offline")
+
+
+RUNNERS = {"offline": run_offline, "mcp": run_mcp}
+
+
+def score_outputs(pages: list[Page], texts: dict[str, str]) -> Scores:
+    scores = Scores()
+    for page in pages:
+        scores.per_page[page.file_id] = word_prf(texts.get(page.file_id, ""), page.main_content)
+    return scores
+
+
+def table(rows: dict[str, dict[str, dict[str, float]]], metric: str = "f1") -> str:
+    """Markdown table: one row per system, overall then each page type."""
+    columns = ["overall", *PAGE_TYPES]
+    out = ["| system | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
+    best = {c: max((r.get(c, {}).get(metric, 0.0) for r in rows.values()), default=0.0) for c in columns}
+    for name, summary in rows.items():
+        cells = []
+        for c in columns:
+            value = summary.get(c, {}).get(metric)
+            cell = "" if value is None else f"{value:.3f}"
+            cells.append(f"**{cell}**" if value is not None and value >= best[c] - 1e-9 else cell)
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def score(args: argparse.Namespace, pages: list[Page]) -> dict[str, Any]:
+    from sandbox_image.scrape.model import load_model
+    from sandbox_image.scrape.plaintext import markdown_to_text
+
+    pages = [p for p in pages if load_rendered(args.cache, args.split, p.file_id) is not None]
+    counts = Counter(p.page_type for p in pages)
+    print(f"{len(pages)} rendered pages: {dict(counts)}", file=sys.stderr)
+    summaries: dict[str, dict[str, dict[str, float]]] = {}
+    speed: dict[str, dict[str, float]] = {}
+    per_page: dict[str, dict[str, Any]] = {}
+
+    runner = RUNNERS[args.runner]
+    ours = runner(pages, args.cache, args.split, reuse_prepared=args.reuse_prepared)
+    texts = {fid: markdown_to_text(o.markdown) for fid, o in ours.items()}
+    ours_scores = score_outputs(pages, texts)
+    name = f"boxwright scrape ({args.runner})"
+    summaries[name] = ours_scores.summary(pages)
+    seconds = [o.seconds for o in ours.values()]
+    speed[name] = {
+        "mean_ms": 1000 * statistics.fmean(seconds),
+        "median_ms": 1000 * statistics.median(seconds),
+        "pages_per_s": len(seconds) / sum(seconds),
+    }
+    if args.runner == "offline":
+        render_ms = [(load_rendered(args.cache, args.split, p.file_id) or {}).get("render_ms", 0) for p in pages]
+        speed[name]["render_median_ms"] = statistics.median(render_ms)
+    errors = {fid: o.error for fid, o in ours.items() if o.error}
+    per_page[name] = {
+        fid: {"prf": ours_scores.per_page[fid], "fallback": o.fallback, "source": o.source} for fid, o in ours.items()
+    }
+
+    for system in [*PY311_BASELINES, *PY312_BASELINES, *NODE_BASELINES]:
+        answers = load_outputs(args.cache, args.split, system)
+        if not answers:
+            continue
+        missing = [p.file_id for p in pages if p.file_id not in answers]
+        if missing:
+            print(f"{system}: no output for {len(missing)} pages (scored 0 there)", file=sys.stderr)
+        scores = score_outputs(pages, {fid: a.get("text") or "" for fid, a in answers.items()})
+        summaries[system] = scores.summary(pages)
+        ms = [a["ms"] for a in answers.values() if "ms" in a]
+        if ms:
+            speed[system] = {"mean_ms": statistics.fmean(ms), "median_ms": statistics.median(ms)}
+        per_page[system] = {fid: {"prf": prf} for fid, prf in scores.per_page.items()}
+    if args.published:
+        for label, figures in PUBLISHED.items():
+            summaries[label] = {k: {"f1": v} for k, v in figures.items()}
+
+    model = load_model()
+    report = {
+        "split": args.split,
+        "corpus": str(args.corpus),
+        "pages": len(pages),
+        "page_types": dict(counts),
+        "runner": args.runner,
+        "reused_prepared_voters": args.reuse_prepared,
+        "model": dict(model.info),
+        "summaries": summaries,
+        "speed": speed,
+        "errors": errors,
+        "per_page": per_page,
+    }
+    print(f"\n### F1 ({args.split}, {len(pages)} pages)\n")
+    print(table(summaries, "f1"))
+    for metric in ("p", "r"):
+        print(f"\n### {'Precision' if metric == 'p' else 'Recall'}\n")
+        print(table({k: v for k, v in summaries.items() if "published" not in k}, metric))
+    print("\n### Speed (extraction only; ms per page)\n")
+    for system, figures in speed.items():
+        print(f"- {system}: " + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()))
+    if errors:
+        print(f"\n{len(errors)} pages failed in our engine: {list(errors.items())[:5]}")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["render", "baselines", "prepare", "train", "score"])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--split", default="dev300", help="name of the corpus in the cache")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--only", nargs="*", help="file ids to run (default: all)")
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--force", action="store_true", help="render again even when cached")
+    parser.add_argument(
+        "--python312",
+        default=os.environ.get("SCRAPE_QUALITY_PY312"),
+        help="a CPython 3.12 with rs-trafilatura and magic-html",
+    )
+    parser.add_argument(
+        "--node-modules",
+        default=os.environ.get("SCRAPE_QUALITY_NODE_MODULES"),
+        help="node_modules with @mozilla/readability, defuddle, jsdom",
+    )
+    parser.add_argument("--runner", choices=sorted(RUNNERS), default="offline")
+    parser.add_argument("--systems", nargs="*", help="baselines: run only these (default: all)")
+    parser.add_argument(
+        "--reuse-prepared", action="store_true", help="score: reuse the voters' cached answers (quality only)"
+    )
+    parser.add_argument("--published", action="store_true", help="add WCXB's published rows to the table")
+    parser.add_argument("--output", type=Path, help="where to write the JSON report (default: in the cache)")
+    parser.add_argument(
+        "--train-on",
+        nargs="+",
+        default=[],
+        metavar="SPLIT=CORPUS",
+        help="train: the prepared splits to learn from, e.g. dev-rest=/path/to/wcxb/dev-rest",
+    )
+    args = parser.parse_args(argv)
+    pages = load_corpus(args.corpus, args.only)
+    if args.command == "render":
+        asyncio.run(render_corpus(pages, args.cache, args.split, args.concurrency, args.force))
+        return 0
+    if args.command == "baselines":
+        run_baselines(pages, args.cache, args.split, args.python312, args.node_modules, args.systems)
+        return 0
+    if args.command == "prepare":
+        import scrape_train
+
+        prepare_pages = [p for p in pages if load_rendered(args.cache, args.split, p.file_id) is not None]
+        scrape_train.prepare(prepare_pages, args.cache, args.split, load_rendered)
+        return 0
+    if args.command == "train":
+        return train_command(args)
+    report = score(args, pages)
+    output = args.output or args.cache / f"scrape-quality-{args.split}-{args.runner}.json"
+    output.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    print(f"\nreport: {output}", file=sys.stderr)
+    return 0
+
+
+def train_command(args: argparse.Namespace) -> int:
+    """Learn the block classifier from other rendered splits (never the one being scored)."""
+    import scrape_train
+
+    rows = []
+    used = {}
+    for spec in args.train_on:
+        split, _, corpus = spec.partition("=")
+        # Pages prepared (`prepare` command) so far: preparing is the slow part, run it on its own.
+        pages = [p for p in load_corpus(Path(corpus)) if scrape_train.prep_path(args.cache, split, p.file_id).exists()]
+        rows += [scrape_train.page_rows(p, args.cache, split, load_rendered) for p in pages]
+        used[split] = len(pages)
+    if not rows:
+        raise SystemExit("train: give --train-on SPLIT=CORPUS (rendered first)")
+    info = {
+        "trained_on": used,
+        "blocks": sum(len(r.labels) for r in rows),
+        "label_purity": scrape_train.LABEL_PURITY,
+        "classifier": "sklearn HistGradientBoostingClassifier (defaults, random_state=0)",
+    }
+    forest = scrape_train.train(rows, info)
+    print(f"model: {len(forest.trees)} trees on {len(forest.features)} features; {info}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

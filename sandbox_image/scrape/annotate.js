@@ -1,0 +1,118 @@
+// Runs in the rendered page: marks what a reader cannot see and where the blocks are, then returns
+// the page's HTML with those marks. Nothing in the live page is changed: the marks go on a clone.
+//
+//   data-bw-hidden="display|visibility|collapsed|offscreen|aria"   the reader cannot see it
+//   data-bw-hidden="visibility-text"   its own text is invisible, but a descendant is visible
+//   data-bw-box="x y w h"                                           layout box (CSS px, page coords)
+//   data-bw-fs="16"                                                 computed font size of a block
+//
+// Open shadow roots are inlined into the clone, so their text is part of the HTML too.
+(options) => {
+  const maxBoxes = (options && options.maxBoxes) || 20000;
+  const doc = document;
+  const root = doc.documentElement;
+  if (!root) return { html: "", stats: {} };
+  const scrollX = window.scrollX, scrollY = window.scrollY;
+  const docWidth = Math.max(root.scrollWidth, window.innerWidth);
+  const docHeight = Math.max(root.scrollHeight, window.innerHeight);
+  const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "HEAD", "META", "LINK", "TITLE", "SVG", "svg"]);
+  const BLOCKY = new Set(["block", "flex", "grid", "list-item", "table", "table-row", "table-cell", "flow-root"]);
+  const hidden = new Map(); // element -> reason
+  const boxes = new Map(); // element -> [x, y, w, h, fontSize]
+  const stats = { elements: 0, hidden: 0, boxes: 0 };
+
+  const hasText = (el) => {
+    for (const child of el.childNodes) if (child.nodeType === 3 && child.data.trim()) return true;
+    return false;
+  };
+  // Something inside a visibility:hidden subtree can be made visible again; those keep the subtree.
+  const visibleInside = (el) => {
+    for (const d of el.querySelectorAll("*")) {
+      if (getComputedStyle(d).visibility === "visible" && d.textContent.trim()) return true;
+    }
+    return false;
+  };
+
+  const visit = (el) => {
+    stats.elements++;
+    if (SKIP.has(el.tagName)) return;
+    const cs = getComputedStyle(el);
+    if (cs.display === "none") {
+      hidden.set(el, "display");
+      return;
+    }
+    if (el.getAttribute("aria-hidden") === "true" && el.tagName !== "BODY" && el.tagName !== "HTML") {
+      // Kept apart from the other reasons: sites use it on decoration and duplicate slides, but
+      // rarely on text a reader is meant to read. The extractor decides what to do with it.
+      hidden.set(el, "aria");
+    }
+    if (cs.visibility === "hidden" || cs.visibility === "collapse") {
+      if (!visibleInside(el)) {
+        hidden.set(el, "visibility");
+        return;
+      }
+      hidden.set(el, "visibility-text"); // its own text is invisible, a descendant is shown again
+    }
+    if (cs.display !== "contents") {
+      const rect = el.getBoundingClientRect();
+      const clips = cs.overflow !== "visible" || cs.clip !== "auto" || cs.clipPath !== "none";
+      if ((rect.width < 2 || rect.height < 2) && clips && el.textContent.trim()) {
+        hidden.set(el, "collapsed"); // collapsed accordions, "sr-only" text
+        return;
+      }
+      const x = rect.left + scrollX, y = rect.top + scrollY;
+      if (
+        (cs.position === "absolute" || cs.position === "fixed") &&
+        (x + rect.width <= 0 || y + rect.height <= 0 || x >= docWidth || y >= docHeight)
+      ) {
+        hidden.set(el, "offscreen"); // skip links, off-canvas menus
+        return;
+      }
+      if (boxes.size < maxBoxes && BLOCKY.has(cs.display) && (hasText(el) || el.children.length)) {
+        boxes.set(el, [Math.round(x), Math.round(y), Math.round(rect.width), Math.round(rect.height),
+          Math.round(parseFloat(cs.fontSize) || 0)]);
+      }
+    }
+    for (const child of el.children) visit(child);
+    if (el.shadowRoot) for (const child of el.shadowRoot.children) visit(child);
+  };
+  if (doc.body) visit(doc.body);
+
+  // Clone with the marks: walk the original and the clone in step (same structure).
+  const cloneWithMarks = (src) => {
+    const copy = src.cloneNode(false);
+    if (src.nodeType === 1) {
+      const reason = hidden.get(src);
+      if (reason) { copy.setAttribute("data-bw-hidden", reason); stats.hidden++; }
+      const box = boxes.get(src);
+      if (box) {
+        copy.setAttribute("data-bw-box", box.slice(0, 4).join(" "));
+        copy.setAttribute("data-bw-fs", String(box[4]));
+        stats.boxes++;
+      }
+      if (src.shadowRoot && src.shadowRoot.mode === "open") {
+        for (const child of src.shadowRoot.childNodes) copy.appendChild(cloneWithMarks(child));
+      }
+      // Form fields: what the reader sees is the current value, not the markup's default.
+      if (src.tagName === "TEXTAREA") {
+        copy.textContent = src.value;
+        return copy;
+      }
+      if (src.tagName === "TEMPLATE") return copy;
+    }
+    for (const child of src.childNodes) copy.appendChild(cloneWithMarks(child));
+    return copy;
+  };
+  const clone = cloneWithMarks(root);
+  let doctype = "";
+  if (doc.doctype) doctype = "<!DOCTYPE " + doc.doctype.name + ">";
+  return {
+    html: doctype + clone.outerHTML,
+    title: doc.title || "",
+    lang: root.getAttribute("lang") || "",
+    width: docWidth,
+    height: docHeight,
+    viewportWidth: window.innerWidth,
+    stats,
+  };
+}

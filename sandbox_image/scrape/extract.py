@@ -1,0 +1,123 @@
+"""One rendered page in, everything `scrape` answers out: markdown, content HTML, links, metadata.
+
+`extract_page` is what the agent calls with a live Playwright page; `extract_html` is the same
+thing as a pure function of the annotated HTML (and, when the caller has it, the HTML the server
+sent), which is what the benchmark and the unit tests call. Extraction is CPU work (lxml, the
+voters, the trees), so `extract_page` runs it in a worker thread and the agent's event loop stays
+responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lxml.html import HtmlElement, tostring
+from playwright.async_api import Page
+
+from sandbox_image.scrape.annotate import annotate_page
+from sandbox_image.scrape.document import Document, choose_document
+from sandbox_image.scrape.dom import HIDDEN_REASONS, remove_own_text, strip_marks
+from sandbox_image.scrape.links import extract_links
+from sandbox_image.scrape.main_content import content_element, implausibly_short, select_blocks
+from sandbox_image.scrape.markdown import to_markdown
+from sandbox_image.scrape.metadata import PageMetadata, extract_metadata
+from sandbox_image.scrape.model import Forest
+
+# A hidden element holding more than this share of the page's words is not hidden from readers on
+# purpose: it is a loading artefact (an anti-flicker `visibility:hidden` on <body>, an app root
+# waiting for a script), so full-page output keeps it.
+HIDDEN_ARTEFACT_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class ExtractedPage:
+    url: str
+    title: str
+    markdown: str
+    html: str  # the content as HTML: the main content, or the visible page
+    links: list[str] = field(default_factory=list)
+    metadata: PageMetadata = field(default_factory=PageMetadata)
+    main_content: bool = True  # False: the whole page (asked for, or the fallback)
+    fallback: bool = False  # main content was asked for but came out empty or implausibly short
+    source: str = "rendered"  # "rendered", or "static" when the server's HTML was read instead
+
+
+def visible_body(document: Document) -> HtmlElement:
+    """A copy of the body without what the reader cannot see (loading artefacts excepted)."""
+    body = document.root.find("body")
+    out = copy.deepcopy(body if body is not None else document.root)
+    total = len(out.text_content().split()) or 1
+    for element in list(out.iter()):
+        if not isinstance(element.tag, str) or element.getparent() is None:
+            continue
+        mark = element.get("data-bw-hidden")
+        if mark == "visibility-text":
+            remove_own_text(element)
+        elif mark in HIDDEN_REASONS and len(element.text_content().split()) <= HIDDEN_ARTEFACT_SHARE * total:
+            element.drop_tree()
+    out.tag = "body"
+    return out
+
+
+def extract_html(
+    annotated_html: str,
+    url: str,
+    *,
+    only_main_content: bool = True,
+    response_html: str | None = None,
+    lang: str = "",
+    model: Forest | None = None,
+    voter_texts: Mapping[str, str] | None = None,
+) -> ExtractedPage:
+    """Extract from annotate.js's HTML (plain HTML works too: it just has no visibility marks)."""
+    document = choose_document(annotated_html, response_html)
+    root = document.root
+    metadata = extract_metadata(root, url)
+    links = extract_links(root, url)
+    fallback = False
+    if only_main_content:
+        selection = select_blocks(document, url, lang or metadata.language, model, voter_texts)
+        fallback = selection.fallback
+        content = visible_body(document) if fallback else content_element(document, selection)
+    else:
+        content = visible_body(document)
+    strip_marks(content)
+    markdown = to_markdown(content, url)
+    if only_main_content and not fallback and implausibly_short(len(markdown.split()), selection.page_words):
+        # The kept blocks rendered to (almost) nothing, e.g. all inside elements markdown drops.
+        content = visible_body(document)
+        strip_marks(content)
+        markdown, fallback = to_markdown(content, url), True
+    return ExtractedPage(
+        url=url,
+        title=metadata.title,
+        markdown=markdown,
+        html=tostring(content, encoding="unicode"),
+        links=links,
+        metadata=metadata,
+        main_content=only_main_content and not fallback,
+        fallback=fallback,
+        source=document.source,
+    )
+
+
+async def extract_page(
+    page: Page, *, only_main_content: bool = True, response_html: str | None = None
+) -> ExtractedPage:
+    """Annotate the rendered `page` in the browser, then extract from it in a worker thread.
+
+    `response_html` is the body of the navigation response, when the caller kept it: it lets
+    extraction fall back to the server's HTML for pages whose scripts failed to render them.
+    """
+    annotated = await annotate_page(page)
+    return await asyncio.to_thread(
+        extract_html,
+        annotated.html,
+        annotated.url,
+        only_main_content=only_main_content,
+        response_html=response_html,
+        lang=annotated.lang,
+    )

@@ -1,0 +1,164 @@
+"""What is known about each block when deciding whether it is main content.
+
+Three kinds of evidence, all from the page itself:
+- votes: which of several proven extractors kept the block (read back from their text by align.py);
+- the block: its size, link density, tag, landmark (header/nav/footer/aside vs main/article),
+  whether the rendered page hid it, class/id words of its ancestors, where it sits on the page;
+- the page: how much of it the extractors kept, how link-heavy it is, whether it has a <main>.
+Neighbouring blocks' votes are included, because main content comes in runs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from sandbox_image.scrape.blocks import Block
+
+# Class/id words that name page furniture or content, as sites commonly write them.
+_BOILER_WORDS = re.compile(
+    r"(?:^|[\W_])(?:nav|navbar|navigation|menu|menubar|header|footer|foot|sidebar|side-bar|aside|widget|breadcrumbs?"
+    r"|cookie|consent|gdpr|banner|newsletter|subscribe|signup|social|share|sharing|related|recommend\w*|promo"
+    r"|advert\w*|ads?|sponsor\w*|popup|modal|overlay|masthead|toolbar|pagination|pager|skip|copyright|legal"
+    r"|login|search|cart|tags?|author-bio|comments?-form|disclaimer)(?:$|[\W_])",
+    re.IGNORECASE,
+)
+_CONTENT_WORDS = re.compile(
+    r"(?:^|[\W_])(?:content|main|article|post|entry|story|body|text|prose|markdown|blog|description|product"
+    r"|detail|details|thread|question|answer|message|review|docs?|documentation)(?:$|[\W_])",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?:;\u3002\uff01\uff1f\"'\u201d)]$")
+ANCESTOR_DEPTH = 6  # how far up class/id words are looked for
+NEIGHBOURS = 2  # blocks on each side whose votes are averaged
+CONTAINER_LEVELS = (1, 2, 4)  # ancestors whose vote share and size describe the block's region
+
+
+def _attr_words(element: object) -> str:
+    get = getattr(element, "get", None)
+    if get is None:
+        return ""
+    return f"{get('class') or ''} {get('id') or ''} {get('role') or ''}"
+
+
+def _ancestor_hints(block: Block) -> tuple[float, float, float]:
+    """(boilerplate word nearby, content word nearby, depth of the nearest boilerplate word)."""
+    boiler = content = 0.0
+    boiler_depth = float(ANCESTOR_DEPTH + 1)
+    element = block.element
+    for depth in range(ANCESTOR_DEPTH + 1):
+        if element is None or not isinstance(getattr(element, "tag", None), str):
+            break
+        words = _attr_words(element)
+        if words.strip():
+            if not boiler and _BOILER_WORDS.search(words):
+                boiler, boiler_depth = 1.0, float(depth)
+            if not content and _CONTENT_WORDS.search(words):
+                content = 1.0
+        element = element.getparent()
+    return boiler, content, boiler_depth
+
+
+def _siblings_alike(block: Block) -> int:
+    """How many siblings of the block's element (or of its parent) share its tag and class: cards,
+    list items and posts come in runs of look-alikes."""
+    best = 0
+    element = block.element
+    for _ in range(2):
+        parent = element.getparent()
+        if parent is None:
+            break
+        key = (element.tag, element.get("class") or "")
+        alike = sum(1 for s in parent if isinstance(s.tag, str) and (s.tag, s.get("class") or "") == key)
+        best = max(best, alike - 1)
+        element = parent
+    return best
+
+
+def _container_stats(blocks: Sequence[Block], vote_sum: Sequence[float]) -> dict[int, list[float]]:
+    """Per ancestor element (by id): [words, voted words, link words] of the blocks below it."""
+    stats: dict[int, list[float]] = {}
+    for b, v in zip(blocks, vote_sum, strict=True):
+        element = b.element.getparent()
+        while element is not None:
+            entry = stats.setdefault(id(element), [0.0, 0.0, 0.0])
+            entry[0] += b.words
+            entry[1] += v * b.words
+            entry[2] += b.link_words
+            element = element.getparent()
+    return stats
+
+
+def _ancestor(element: object, level: int) -> object:
+    for _ in range(level):
+        parent = element.getparent()  # type: ignore[attr-defined]
+        if parent is None:
+            break
+        element = parent
+    return element
+
+
+def block_features(
+    blocks: Sequence[Block],
+    votes: Mapping[str, Sequence[bool]],
+    page: Mapping[str, float] | None = None,
+) -> list[dict[str, float]]:
+    """One feature dict per block; `votes` maps each extractor to its kept flags per block and
+    `page` holds page-wide signals (page_kind.py) copied onto every row."""
+    n = len(blocks)
+    if not n:
+        return []
+    total_words = sum(b.words for b in blocks) or 1
+    page_link_density = sum(b.link_words for b in blocks) / total_words
+    main_words = sum(b.words for b in blocks if b.in_main)
+    kept_share = {
+        name: sum(b.words for b, k in zip(blocks, flags, strict=True) if k) / total_words
+        for name, flags in votes.items()
+    }
+    vote_sum = [sum(flags[i] for flags in votes.values()) / max(len(votes), 1) for i in range(n)]
+    tags = Counter(b.tag for b in blocks)
+    containers = _container_stats(blocks, vote_sum)
+    out = []
+    for i, b in enumerate(blocks):
+        lo, hi = max(0, i - NEIGHBOURS), min(n, i + NEIGHBOURS + 1)
+        around = [vote_sum[j] for j in range(lo, hi) if j != i]
+        boiler, content, boiler_depth = _ancestor_hints(b)
+        f: dict[str, float] = {f"vote_{name}": float(flags[i]) for name, flags in votes.items()}
+        if page:
+            f.update(page)
+        f.update({f"page_kept_{name}": share for name, share in kept_share.items()})
+        for level in CONTAINER_LEVELS:
+            words, voted, links = containers.get(id(_ancestor(b.element, level)), (0.0, 0.0, 0.0))
+            f[f"up{level}_votes"] = voted / words if words else 0.0
+            f[f"up{level}_share"] = words / total_words
+            f[f"up{level}_link_density"] = links / words if words else 0.0
+        f.update(
+            votes=vote_sum[i],
+            votes_around=sum(around) / len(around) if around else 0.0,
+            log_words=math.log1p(b.words),
+            link_density=b.link_density,
+            heading=float(b.heading),
+            h1=float(b.tag == "h1"),
+            li=float(b.tag in ("li", "dd", "dt")),
+            cell=float(b.tag in ("td", "th")),
+            para=float(b.tag == "p"),
+            pre=float(b.tag == "pre"),
+            sentence_end=float(bool(_SENTENCE_END.search(b.text))),
+            in_main=float(b.in_main),
+            in_chrome=float(b.in_chrome),
+            hidden=float(bool(b.hidden) and b.hidden != "aria"),
+            aria_hidden=float(b.hidden == "aria"),
+            boiler_hint=boiler,
+            boiler_near=boiler * (1.0 - boiler_depth / (ANCESTOR_DEPTH + 1)),
+            content_hint=content,
+            alike=math.log1p(_siblings_alike(b)),
+            position=i / n,
+            page_log_words=math.log1p(total_words),
+            page_link_density=page_link_density,
+            page_main_share=main_words / total_words,
+            tag_share=tags[b.tag] / n,
+        )
+        out.append(f)
+    return out

@@ -1,0 +1,203 @@
+"""Main content: the blocks the classifier keeps, cut out of the page with its structure intact.
+
+Pipeline: the page's blocks (blocks.py) → each voter's text (voters.py) mapped onto them
+(align.py) → features (features.py) → the trained trees (model.py) → kept blocks → a copy of the
+page with everything else pruned, so headings, lists, tables and code stay what they were.
+
+Two rules on top of the per-block decisions, each a whole-page judgement:
+- a table is kept or dropped whole (by whether most of its words were kept), since half a table
+  reads as nonsense;
+- images are kept when they sit in the flow of the main content: inside a kept block, or between
+  two kept blocks with nothing else in between.
+And the fallback (seed TC-04): when the kept content is empty or implausibly short — fewer than
+MIN_WORDS words and under MIN_SHARE of the page — the whole visible page is returned instead.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from lxml.html import HtmlElement
+
+from sandbox_image.scrape.align import kept_blocks
+from sandbox_image.scrape.blocks import BLOCK_TAGS, Block, segment
+from sandbox_image.scrape.document import Document
+from sandbox_image.scrape.features import block_features
+from sandbox_image.scrape.model import Forest, load_model
+from sandbox_image.scrape.page_kind import page_kind_features
+from sandbox_image.scrape.voters import run_voters
+
+MIN_WORDS = 20
+MIN_SHARE = 0.05
+MEDIA_TAGS = ("img", "picture", "video", "audio", "figure", "svg", "iframe")
+_BLOCK_ATTR = "data-bw-block"
+
+
+@dataclass
+class Selection:
+    blocks: list[Block]
+    probabilities: list[float]
+    kept: set[int]
+    fallback: bool  # the page was returned whole (nothing plausible was found)
+
+    @property
+    def kept_words(self) -> int:
+        return sum(self.blocks[i].words for i in self.kept)
+
+    @property
+    def page_words(self) -> int:
+        return sum(b.words for b in self.blocks)
+
+    def text(self) -> str:
+        return "\n".join(b.text for b in self.blocks if b.index in self.kept)
+
+
+def implausibly_short(kept_words: int, page_words: int) -> bool:
+    """Seed TC-04: empty, or fewer than MIN_WORDS words that are also under MIN_SHARE of the page."""
+    return kept_words == 0 or (kept_words < MIN_WORDS and kept_words < MIN_SHARE * page_words)
+
+
+def select_blocks(
+    document: Document,
+    url: str,
+    lang: str = "",
+    model: Forest | None = None,
+    voter_texts: Mapping[str, str] | None = None,
+) -> Selection:
+    """Which blocks of the document are main content (with the fallback rule applied).
+
+    `voter_texts` lets the benchmark reuse the voters' answers it cached for this very document.
+    """
+    model = model or load_model()
+    blocks = segment(document.root)
+    if not blocks:
+        return Selection(blocks, [], set(), fallback=True)
+    texts = [b.text for b in blocks]
+    answers = voter_texts if voter_texts is not None else run_voters(document.html(), url, lang)
+    votes = {name: kept_blocks(texts, text) for name, text in answers.items()}
+    page = page_kind_features(document.root, url)
+    probabilities = model.probabilities(block_features(blocks, votes, page))
+    kept = {b.index for b, p in zip(blocks, probabilities, strict=True) if p >= model.threshold}
+    kept = _whole_tables(blocks, kept)
+    selection = Selection(blocks, probabilities, kept, fallback=False)
+    if implausibly_short(selection.kept_words, selection.page_words):
+        selection.kept = {b.index for b in blocks}
+        selection.fallback = True
+    return selection
+
+
+def _whole_tables(blocks: list[Block], kept: set[int]) -> set[int]:
+    """Keep or drop each table whole, by whether most of its words were kept."""
+    tables: dict[int, tuple[HtmlElement, list[Block]]] = {}
+    for b in blocks:
+        table = next((a for a in b.element.iterancestors("table")), None)
+        if table is not None:
+            tables.setdefault(id(table), (table, []))[1].append(b)
+    result = set(kept)
+    for _table, members in tables.values():
+        total = sum(b.words for b in members)
+        inside = sum(b.words for b in members if b.index in kept)
+        for b in members:
+            (result.add if inside * 2 >= total and inside else result.discard)(b.index)
+    return result
+
+
+def _media_in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> set[int]:
+    """ids of media elements inside a kept block or between two kept blocks (document order)."""
+    by_element = {id(b.element): b.index for b in blocks}
+    order: list[tuple[str, HtmlElement, int]] = []  # ("block", el, index) | ("media", el, -1)
+    for element in root.iter():
+        if not isinstance(element.tag, str):
+            continue
+        if id(element) in by_element:
+            order.append(("block", element, by_element[id(element)]))
+        elif element.tag in MEDIA_TAGS:
+            order.append(("media", element, -1))
+    keep: set[int] = set()
+    last_block = -1
+    pending: list[HtmlElement] = []
+    for kind, element, index in order:
+        if kind == "block":
+            if index in kept and last_block in kept:
+                keep.update(id(m) for m in pending)
+            pending, last_block = [], index
+        else:
+            owner = next((a for a in element.iterancestors() if id(a) in by_element), None)
+            if owner is not None and by_element[id(owner)] in kept:
+                keep.add(id(element))
+            pending.append(element)
+    return keep
+
+
+def content_element(document: Document, selection: Selection) -> HtmlElement:
+    """A copy of the document's body holding only the kept blocks (and media in their flow)."""
+    root = document.root
+    body = root.find("body")
+    body = body if body is not None else root
+    media = _media_in_flow(body, selection.blocks, selection.kept)
+    for b in selection.blocks:
+        b.element.set(_BLOCK_ATTR, "1" if b.index in selection.kept else "0")
+    for element in body.iter(*MEDIA_TAGS):
+        if id(element) in media:
+            element.set("data-bw-media", "1")
+    try:
+        out = copy.deepcopy(body)
+    finally:
+        for b in selection.blocks:
+            b.element.attrib.pop(_BLOCK_ATTR, None)
+        for element in body.iter(*MEDIA_TAGS):
+            element.attrib.pop("data-bw-media", None)
+    _prune(out, False)
+    for element in out.iter():
+        element.attrib.pop(_BLOCK_ATTR, None)
+        element.attrib.pop("data-bw-media", None)
+    out.tag = "body"
+    return out
+
+
+def _prune(element: HtmlElement, inherited: bool) -> bool:
+    """Drop what is not kept below `element`; True when something worth keeping remains.
+
+    Text belongs to the nearest block: a marked element's own text is kept with its mark, an
+    unmarked block-level wrapper has no words of its own, and inline elements (and tails) follow
+    the block they sit in. Inline elements that wrap kept blocks (cards in an <a>) stay.
+    """
+    mark = element.get(_BLOCK_ATTR)
+    if mark is not None:
+        own = mark == "1"
+    elif element.tag in BLOCK_TAGS:
+        own = False
+    else:
+        own = inherited
+    if not own:
+        element.text = None
+    keep = own and bool((element.text or "").strip())
+    for child in list(element):
+        if not isinstance(child.tag, str):  # comments, processing instructions
+            child.drop_tree()
+            continue
+        if not own:
+            child.tail = None
+        elif (child.tail or "").strip():
+            keep = True
+        if child.get("data-bw-media") == "1":
+            keep = True
+        elif child.tag in MEDIA_TAGS and not _has_kept(child):
+            child.drop_tree()
+        elif child.tag in _BREAKS:
+            if not own:
+                child.drop_tree()
+        elif _prune(child, own):
+            keep = True
+        else:
+            child.drop_tree()
+    return keep
+
+
+_BREAKS = frozenset({"br", "wbr"})
+
+
+def _has_kept(element: HtmlElement) -> bool:
+    return any(e.get(_BLOCK_ATTR) == "1" or e.get("data-bw-media") == "1" for e in element.iter())

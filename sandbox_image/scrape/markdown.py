@@ -1,0 +1,102 @@
+"""HTML to markdown with html-to-markdown (Rust core, MIT): GFM tables, fenced code with its
+language, nested lists, emphasis, and absolute link and image URLs.
+
+Chosen over markdownify (slower, leaves `|` in table cells unescaped) and html2text (GPL-3.0);
+compared in docs/scrape-quality.md. Before converting, code blocks get their language where sites
+put it somewhere html-to-markdown does not look (Sphinx's `highlight-python` wrapper, GitHub's
+`highlight-source-rust`, `data-lang`), and links that go nowhere (javascript:, bare #) become text.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import html_to_markdown
+from lxml.html import HtmlElement, tostring
+
+# One class token naming a language: language-x, lang-x, highlight-x, highlight-source-x, brush:x.
+_LANG_TOKEN = re.compile(r"^(?:language|lang|highlight-source|highlight|brush|sourcecode)[-:]+([a-z0-9_+#.-]{1,30})$")
+_NOT_LANGUAGES = frozenset({"notranslate", "default", "none", "text", "plain", "plaintext", "nohighlight", "highlight"})
+_BLANK_LINES = re.compile(r"\n{3,}")
+
+
+@cache
+def _options(base_url: str) -> html_to_markdown.ConversionOptions:
+    return html_to_markdown.ConversionOptions(
+        heading_style="atx",
+        bullets="-",
+        code_block_style="backticks",
+        extract_metadata=False,
+        base_url=base_url or None,
+        # Its preprocessing drops <nav> and forms wholesale; what is content is decided before
+        # conversion (main_content.py), so the converter converts everything it is given.
+        preprocessing=html_to_markdown.PreprocessingOptions(enabled=False),
+        # Likewise visibility: the rendered page decided it (a closed <details> is content a reader
+        # can open; display:none was already removed where it was not), so convert it all.
+        hidden_content="all",
+        # Images stay images everywhere (by default those in headings become their alt text,
+        # which puts "Article image for: …" into a heading's words).
+        keep_inline_images_in=["h1", "h2", "h3", "h4", "h5", "h6", "a", "td", "th", "li", "figcaption"],
+    )
+
+
+def _language_from(element: HtmlElement) -> str:
+    for attribute in ("data-lang", "data-language"):
+        value = (element.get(attribute) or "").strip().lower()
+        if value and value not in _NOT_LANGUAGES:
+            return value[:30]
+    tokens = (element.get("class") or "").lower().replace("brush: ", "brush:").replace(";", " ").split()
+    for token in tokens:
+        match = _LANG_TOKEN.match(token)
+        if match and match.group(1) not in _NOT_LANGUAGES:
+            return match.group(1)
+    return ""
+
+
+def mark_code_languages(root: HtmlElement) -> None:
+    """Give each <pre> a <code class="language-x"> when its language is stated on it or around it."""
+    for pre in root.iter("pre"):
+        code = pre.find("code")
+        if code is not None and "language-" in (code.get("class") or ""):
+            continue
+        language = ""
+        element: HtmlElement | None = code if code is not None else pre
+        for _ in range(4):  # the <code>, the <pre>, and the wrappers highlighters put around it
+            if element is None:
+                break
+            language = _language_from(element)
+            if language:
+                break
+            element = element.getparent()
+        if not language:
+            continue
+        if code is None:
+            code = pre.makeelement("code", {})
+            code.text, pre.text = pre.text, None
+            for child in list(pre):
+                code.append(child)
+            pre.append(code)
+        code.set("class", f"language-{language} {code.get('class') or ''}".strip())
+
+
+def unlink_dead_links(root: HtmlElement) -> None:
+    """Links to javascript: or a bare # lead nowhere a reader can follow: keep only their text."""
+    for a in list(root.iter("a")):
+        href = (a.get("href") or "").strip()
+        if href.lower().startswith(("javascript:", "vbscript:", "data:")) or href in ("", "#"):
+            a.drop_tag()
+
+
+def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
+    """Markdown of an element (or an HTML string); links and images absolute against base_url."""
+    if isinstance(content, str):
+        html = content
+    else:
+        mark_code_languages(content)
+        unlink_dead_links(content)
+        html = tostring(content, encoding="unicode")
+    if not html.strip():
+        return ""
+    markdown = html_to_markdown.convert(html, _options(base_url)).content or ""
+    return _BLANK_LINES.sub("\n\n", markdown).strip() + "\n" if markdown.strip() else ""

@@ -1,0 +1,99 @@
+"""The block classifier: gradient-boosted trees that weigh the evidence in features.py.
+
+Trained offline by benchmarks/scrape_quality.py (`train`, scikit-learn's
+HistGradientBoostingClassifier, on WCXB development pages outside the scored set) and shipped as
+model.json: the trees only, evaluated here in plain Python so the image needs no scikit-learn or
+numpy. A block is main content when the model's probability reaches the stored threshold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+MODEL_PATH = Path(__file__).with_name("model.json")
+
+# One tree as parallel tuples; a node is a leaf when its feature index is -1.
+Tree = tuple[tuple[int, ...], tuple[float, ...], tuple[int, ...], tuple[int, ...], tuple[float, ...]]
+
+
+@dataclass(frozen=True)
+class Forest:
+    features: tuple[str, ...]
+    baseline: float
+    trees: tuple[Tree, ...]
+    threshold: float
+    info: Mapping[str, object]
+
+    def probabilities(self, rows: Sequence[Mapping[str, float]]) -> list[float]:
+        """P(main content) per feature row; a feature the row lacks counts as 0."""
+        names = self.features
+        out = []
+        for row in rows:
+            x = [float(row.get(name, 0.0)) for name in names]
+            score = self.baseline
+            for feature, threshold, left, right, value in self.trees:
+                i = 0
+                while feature[i] >= 0:
+                    i = left[i] if x[feature[i]] <= threshold[i] else right[i]
+                score += value[i]
+            out.append(1.0 / (1.0 + math.exp(-max(min(score, 50.0), -50.0))))
+        return out
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "features": list(self.features),
+            "baseline": self.baseline,
+            "threshold": self.threshold,
+            "info": dict(self.info),
+            "trees": [[list(part) for part in tree] for tree in self.trees],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Forest:
+        trees = []
+        for raw in data["trees"]:  # type: ignore[union-attr]
+            feature, threshold, left, right, value = raw
+            trees.append(
+                (
+                    tuple(int(v) for v in feature),
+                    tuple(float(v) for v in threshold),
+                    tuple(int(v) for v in left),
+                    tuple(int(v) for v in right),
+                    tuple(float(v) for v in value),
+                )
+            )
+        return cls(
+            features=tuple(str(f) for f in data["features"]),  # type: ignore[union-attr]
+            baseline=float(data["baseline"]),  # type: ignore[arg-type]
+            trees=tuple(trees),
+            threshold=float(data.get("threshold", 0.5)),  # type: ignore[union-attr, arg-type]
+            info=dict(data.get("info") or {}),  # type: ignore[union-attr, call-overload]
+        )
+
+
+@cache
+def load_model(path: Path = MODEL_PATH) -> Forest:
+    return Forest.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def from_sklearn(model: object, features: Sequence[str], threshold: float, info: Mapping[str, object]) -> Forest:
+    """Convert a fitted binary HistGradientBoostingClassifier (benchmark side only)."""
+    baseline = float(model._baseline_prediction.ravel()[0])  # type: ignore[attr-defined]
+    trees = []
+    for (predictor,) in model._predictors:  # type: ignore[attr-defined]
+        nodes = predictor.nodes
+        trees.append(
+            (
+                tuple(-1 if n["is_leaf"] else int(n["feature_idx"]) for n in nodes),
+                tuple(float(n["num_threshold"]) for n in nodes),
+                tuple(int(n["left"]) for n in nodes),
+                tuple(int(n["right"]) for n in nodes),
+                tuple(float(n["value"]) for n in nodes),
+            )
+        )
+    return Forest(tuple(features), baseline, tuple(trees), threshold, dict(info))

@@ -1,0 +1,114 @@
+"""scrape: cutting kept blocks out of a page with their structure, the whole-table and images-in-flow
+rules, the tree model's evaluation, and feature rows."""
+
+from __future__ import annotations
+
+import json
+
+from sandbox_image.scrape.blocks import segment
+from sandbox_image.scrape.document import choose_document
+from sandbox_image.scrape.features import block_features
+from sandbox_image.scrape.main_content import Selection, _whole_tables, content_element
+from sandbox_image.scrape.markdown import to_markdown
+from sandbox_image.scrape.model import Forest, load_model
+from sandbox_image.scrape.page_kind import page_kind_features
+
+PAGE = """<html><body>
+<nav><a href="/">Home</a> <a href="/shop">Shop</a></nav>
+<img src="/logo.png" alt="logo">
+<main>
+  <h1>Title</h1>
+  <p>First paragraph with <a href="/x">a link</a> and <em>emphasis</em>.</p>
+  <figure><img src="/chart.png" alt="chart"></figure>
+  <ul><li>one<ul><li>nested</li></ul></li><li>two</li></ul>
+  <table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table>
+  <p>Last paragraph.</p>
+</main>
+<aside><p>Related stories you might like</p></aside>
+<footer>Copyright</footer>
+</body></html>"""
+
+
+def select(texts_kept: set[str], html: str = PAGE) -> tuple[Selection, object]:
+    document = choose_document(html)
+    blocks = segment(document.root)
+    kept = {b.index for b in blocks if b.text in texts_kept}
+    return Selection(blocks, [1.0 if b.index in kept else 0.0 for b in blocks], kept, fallback=False), document
+
+
+def test_kept_blocks_are_cut_out_with_their_structure() -> None:
+    kept = {"Title", "First paragraph with a link and emphasis.", "one", "nested", "two", "k", "v", "a", "1"}
+    selection, document = select(kept | {"Last paragraph."})
+    content = content_element(document, selection)
+    markdown = to_markdown(content, "https://example.org/")
+    assert markdown.startswith("# Title")
+    assert "[a link](https://example.org/x)" in markdown and "*emphasis*" in markdown
+    assert "- one\n  - nested\n- two" in markdown
+    assert "| k | v |" in markdown.replace("  ", " ")
+    assert "![chart](https://example.org/chart.png)" in markdown  # between two kept blocks
+    for dropped in ("Home", "Shop", "logo", "Related stories", "Copyright"):
+        assert dropped not in markdown
+    assert "data-bw-" not in str(content.attrib) and all("data-bw-block" not in e.attrib for e in content.iter())
+
+
+def test_the_live_document_is_not_changed_by_cutting() -> None:
+    selection, document = select({"Title"})
+    before = document.html()
+    content_element(document, selection)
+    assert document.html() == before
+
+
+def test_image_outside_the_flow_is_dropped() -> None:
+    selection, document = select({"Title", "Last paragraph."})
+    markdown = to_markdown(content_element(document, selection), "https://example.org/")
+    assert "chart" not in markdown  # the blocks around it were not kept
+    assert "Title" in markdown and "Last paragraph." in markdown
+
+
+def test_tables_are_kept_or_dropped_whole() -> None:
+    document = choose_document(PAGE)
+    blocks = segment(document.root)
+    cells = {b.index for b in blocks if b.text in ("k", "v", "a", "1")}
+    some = {next(iter(sorted(cells))), max(cells)}
+    assert _whole_tables(blocks, some | {0}) == cells | {0}  # half the words: the whole table
+    one = {min(cells)}
+    assert _whole_tables(blocks, one) == set()  # a quarter: none of it
+
+
+def test_forest_evaluates_trees_like_the_exported_json() -> None:
+    # One stump: x <= 0.5 goes left (-2.0), else right (+3.0).
+    forest = Forest(("x",), 0.0, (((0, -1, -1), (0.5, 0.0, 0.0), (1, 0, 0), (2, 0, 0), (0.0, -2.0, 3.0)),), 0.5, {})
+    low, high, absent = forest.probabilities([{"x": 0.0}, {"x": 1.0}, {}])
+    assert abs(low - 1 / (1 + 2.718281828**2)) < 1e-6 and high > 0.95 and absent == low
+    again = Forest.from_json(json.loads(json.dumps(forest.to_json())))
+    assert again.probabilities([{"x": 1.0}]) == [high]
+
+
+def test_shipped_model_matches_the_features_the_engine_computes() -> None:
+    model = load_model()
+    document = choose_document(PAGE)
+    blocks = segment(document.root)
+    votes = {name: [True] * len(blocks) for name in ("trafilatura", "readability")}
+    rows = block_features(blocks, votes, page_kind_features(document.root, "https://example.org/blog/post"))
+    computed = set(rows[0])
+    names = {n for n in model.features if not n.startswith(("vote_", "page_kept_"))}
+    assert names, "the model uses block features"
+    assert names <= computed, names - computed
+    probabilities = model.probabilities(rows)
+    assert len(probabilities) == len(blocks) and all(0.0 <= p <= 1.0 for p in probabilities)
+
+
+def test_page_kind_signals_come_from_the_page_itself() -> None:
+    from sandbox_image.scrape.dom import parse_html
+
+    root = parse_html(
+        '<html><head><script type="application/ld+json">{"@type": ["Product"]}</script>'
+        '<meta property="og:type" content="article"></head><body><div itemtype="https://schema.org/QAPage"></div>'
+        "</body></html>"
+    )
+    kinds = page_kind_features(root, "https://shop.example/products/mug")
+    assert kinds["declares_product"] == kinds["declares_article"] == kinds["declares_forum"] == 1.0
+    assert kinds["declares_docs"] == 0.0
+    assert kinds["path_product"] == 1.0 and kinds["path_forum"] == 0.0 and kinds["path_depth"] == 2.0
+    assert page_kind_features(parse_html(""), "about:blank")["path_depth"] == 1.0
+    assert sum(page_kind_features(parse_html(""), "").values()) == 0.0

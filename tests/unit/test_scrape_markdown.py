@@ -1,0 +1,110 @@
+"""scrape: HTML to markdown (tables, code, nested lists, emphasis, links) and back to plain text."""
+
+from __future__ import annotations
+
+from sandbox_image.scrape.dom import parse_html
+from sandbox_image.scrape.markdown import to_markdown
+from sandbox_image.scrape.plaintext import markdown_to_text
+
+BASE = "https://example.org/docs/page.html"
+
+
+def md(body: str, base: str = BASE) -> str:
+    root = parse_html(f"<html><body>{body}</body></html>")
+    return to_markdown(root.find("body"), base)
+
+
+def test_table_becomes_gfm_with_escaped_pipes() -> None:
+    out = md(
+        "<table><thead><tr><th>Name</th><th>Value</th></tr></thead>"
+        "<tbody><tr><td>a | b</td><td>1</td></tr><tr><td>c</td><td>2</td></tr></tbody></table>"
+    )
+    lines = [line.strip() for line in out.strip().splitlines()]
+    assert lines[0].startswith("| Name") and lines[0].endswith("|")
+    assert set(lines[1].replace("|", "").replace(" ", "")) == {"-"}
+    assert "a \\| b" in lines[2]
+    assert len(lines) == 4
+
+
+def test_code_blocks_keep_their_language_wherever_the_site_put_it() -> None:
+    assert "```python\nx = 1\n```" in md('<pre><code class="language-python">x = 1</code></pre>')
+    sphinx = (
+        '<div class="highlight-python notranslate"><div class="highlight"><pre><span></span>y = 2\n</pre></div></div>'
+    )
+    assert "```python\ny = 2\n```" in md(sphinx)
+    assert "```rust" in md('<div class="highlight highlight-source-rust"><pre>fn main() {}</pre></div>')
+    assert "```go" in md('<pre data-lang="go"><code>package main</code></pre>')
+    assert "```php" in md('<pre class="brush: php;">echo 1;</pre>')
+    plain = md("<pre>no language here</pre>")
+    assert "```\nno language here\n```" in plain
+
+
+def test_nested_lists_are_indented() -> None:
+    out = md("<ul><li>one<ul><li>two<ol><li>three</li></ol></li></ul></li><li>four</li></ul>")
+    assert out.splitlines() == ["- one", "  - two", "    1. three", "- four"]
+
+
+def test_emphasis_and_inline_code() -> None:
+    out = md("<p><strong>bold</strong>, <em>italic</em>, <del>gone</del> and <code>x()</code></p>")
+    assert out.strip() == "**bold**, *italic*, ~~gone~~ and `x()`"
+
+
+def test_links_and_images_are_absolute_and_dead_links_are_text() -> None:
+    out = md(
+        '<p><a href="../guide/">Guide</a> <a href="https://other.org/x">Other</a> '
+        '<a href="javascript:void(0)">Menu</a> <a href="#">Top</a> <img src="img/a.png" alt="A chart"></p>'
+    )
+    assert "[Guide](https://example.org/guide/)" in out
+    assert "[Other](https://other.org/x)" in out
+    assert "![A chart](https://example.org/docs/img/a.png)" in out
+    assert "Menu" in out and "javascript:" not in out
+    assert "[Top]" not in out and "Top" in out
+
+
+def test_plain_text_drops_markup_link_targets_and_images() -> None:
+    markdown = (
+        "# Title\n\nSome **bold** and *it* with [a link](https://x.org/a_b) and ![alt words](https://x/i.png).\n\n"
+        "| a \\| b | c |\n| --- | --- |\n| 1 | 2 |\n\n```python\nx = 1\n```\n\n- one\n  - two\n1. first\n> quoted\n"
+    )
+    text = markdown_to_text(markdown)
+    assert "#" not in text and "**" not in text and "```" not in text and "python" not in text
+    assert "https" not in text and "alt words" not in text and "---" not in text
+    assert "a link" in text and "a | b" in text and "x = 1" in text
+    assert "first" in text and "1." not in text and "quoted" in text and ">" not in text
+    assert text.splitlines()[0] == "Title"
+
+
+def test_plain_text_of_markdown_round_trip_keeps_every_word() -> None:
+    html = (
+        "<h2>Setup</h2><p>Install the <a href='/pkg'>package</a> with <code>pip</code>.</p>"
+        "<ul><li>fast</li><li>small<ul><li>really</li></ul></li></ul>"
+        "<table><tr><th>k</th><th>v</th></tr><tr><td>alpha</td><td>beta</td></tr></table>"
+    )
+    words = markdown_to_text(md(html)).split()
+    for word in ("Setup", "Install", "package", "pip.", "fast", "small", "really", "alpha", "beta"):
+        assert word in words
+
+
+def test_navigation_and_forms_given_to_the_converter_are_converted() -> None:
+    # Choosing content is main_content.py's job: the converter must not drop <nav> on its own.
+    out = md('<nav><a href="/toc">Contents</a></nav><form><label>Search the docs</label></form><p>Body</p>')
+    assert "[Contents](https://example.org/toc)" in out and "Search the docs" in out and "Body" in out
+
+
+def test_closed_details_and_custom_elements_are_converted() -> None:
+    out = md("<product-info><details><summary>Specs</summary><p>Weight 2 kg</p></details></product-info>")
+    assert "Specs" in out and "Weight 2 kg" in out
+
+
+def test_plain_text_drops_targets_of_links_with_brackets_spaces_and_nested_images() -> None:
+    text = markdown_to_text(
+        "[[pdf]](https://arxiv.org/pdf/1.pdf) [Title [v2]](http://a.b/c) [x](<https://a.b/c d>) "
+        "[![logo](https://x/l.png)](https://x/) [b](https://w.org/x_(y))"
+    )
+    assert text.split() == ["pdf", "Title", "v2", "x", "b"]
+
+
+def test_images_in_headings_stay_images() -> None:
+    out = md('<h3><a href="/story"><img src="/t.jpg" alt="Article image for: Story">Story</a></h3>')
+    assert "![Article image for: Story](https://example.org/t.jpg)" in out
+    assert markdown_to_text(out).split() == ["Story"]

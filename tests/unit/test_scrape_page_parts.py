@@ -1,0 +1,160 @@
+"""scrape: links, metadata, the fallback rule, the choice between rendered and server HTML, blocks
+and their alignment with an extractor's text."""
+
+from __future__ import annotations
+
+import json
+
+from sandbox_image.scrape.align import kept_blocks
+from sandbox_image.scrape.blocks import segment
+from sandbox_image.scrape.document import choose_document
+from sandbox_image.scrape.dom import parse_html, visible_document
+from sandbox_image.scrape.links import extract_links
+from sandbox_image.scrape.main_content import implausibly_short
+from sandbox_image.scrape.metadata import extract_metadata
+
+URL = "https://example.org/blog/post.html"
+
+
+def doc(body: str, head: str = "", attrs: str = 'lang="en"') -> str:
+    return f"<!doctype html><html {attrs}><head>{head}</head><body>{body}</body></html>"
+
+
+def test_links_are_absolute_deduplicated_and_in_page_order() -> None:
+    root = parse_html(
+        doc(
+            '<a href="/b">b</a><a href="a.html">a</a><a href="/b#top">b again</a>'
+            '<a href="https://other.org/x">x</a><a href="mailto:me@example.org">mail</a>'
+            '<a href="javascript:go()">js</a><a href="#only-fragment">frag</a><a>no href</a>'
+            '<map><area href="/c" alt="c"></map><a href="  /d  ">spaces</a><a href="http://[::1">bad</a>'
+        )
+    )
+    assert extract_links(root, URL) == [
+        "https://example.org/b",
+        "https://example.org/blog/a.html",
+        "https://other.org/x",
+        "https://example.org/c",
+        "https://example.org/d",
+    ]
+
+
+def test_links_resolve_against_base_href() -> None:
+    root = parse_html(doc('<a href="x">x</a>', head='<base href="https://cdn.example.net/root/">'))
+    assert extract_links(root, URL) == ["https://cdn.example.net/root/x"]
+
+
+def test_metadata_from_meta_tags() -> None:
+    head = (
+        "<title> The  title </title>"
+        '<meta name="description" content="What it is about.">'
+        '<link rel="canonical" href="/blog/post">'
+        '<meta property="article:published_time" content="2024-05-06T07:08:09Z">'
+        '<meta name="author" content="Ada Lovelace">'
+    )
+    meta = extract_metadata(parse_html(doc("<p>x</p>", head)), URL)
+    assert meta.as_dict() == {
+        "title": "The title",
+        "description": "What it is about.",
+        "language": "en",
+        "canonicalUrl": "https://example.org/blog/post",
+        "publishedDate": "2024-05-06T07:08:09Z",
+        "author": "Ada Lovelace",
+    }
+
+
+def test_metadata_from_json_ld_graph_and_og() -> None:
+    ld = {
+        "@context": "https://schema.org",
+        "@graph": [
+            {"@type": "WebSite", "name": "Site"},
+            {"@type": "BlogPosting", "datePublished": "2023-01-02", "author": [{"name": "Ann"}, {"name": "Bo"}]},
+        ],
+    }
+    head = (
+        f'<script type="application/ld+json">{json.dumps(ld)}</script>'
+        '<script type="application/ld+json">{broken json</script>'
+        '<meta property="og:description" content="From OG."><meta property="og:title" content="OG title">'
+        '<meta property="og:locale" content="fr_FR">'
+    )
+    meta = extract_metadata(parse_html(doc("<p>x</p>", head, attrs="")), URL)
+    assert meta.publishedDate == "2023-01-02"
+    assert meta.author == "Ann, Bo"
+    assert meta.description == "From OG."
+    assert meta.title == "OG title"
+    assert meta.language == "fr-FR"
+
+
+def test_metadata_absent_when_the_page_does_not_say() -> None:
+    meta = extract_metadata(parse_html(doc("<p>Just text 2024-01-01 by Someone</p>", attrs="")), URL)
+    assert meta.as_dict() == {}
+
+
+def test_metadata_microdata() -> None:
+    body = (
+        '<article><time itemprop="datePublished" datetime="2022-02-02">Feb 2</time>'
+        '<span itemprop="author" itemscope><span itemprop="name">Grace Hopper</span></span></article>'
+    )
+    meta = extract_metadata(parse_html(doc(body)), URL)
+    assert meta.publishedDate == "2022-02-02"
+    assert meta.author == "Grace Hopper"
+
+
+def test_fallback_rule_empty_or_implausibly_short() -> None:
+    assert implausibly_short(0, 0)
+    assert implausibly_short(0, 5000)
+    assert implausibly_short(12, 1000)  # a handful of words out of a long page
+    assert not implausibly_short(12, 100)  # a short page whose main content is short
+    assert not implausibly_short(60, 5000)
+
+
+def test_rendered_document_is_preferred_unless_scripts_failed_to_render_it() -> None:
+    words = " ".join(f"word{i}" for i in range(200))
+    rendered = doc(f"<main><p>{words}</p></main>")
+    server = doc(f"<main><p>{words}</p></main><script>app()</script>")
+    assert choose_document(rendered, server).source == "rendered"
+    assert choose_document(rendered, None).source == "rendered"
+    # An app shell that did not boot: the words exist only in the server's <noscript> fallback.
+    shell = doc('<div id="app">Loading…</div><noscript>enable JavaScript</noscript>')
+    server_with_noscript = doc(f'<div id="app"></div><noscript><article><p>{words}</p></article></noscript>')
+    chosen = choose_document(shell, server_with_noscript)
+    assert chosen.source == "static"
+    assert "word199" in chosen.root.text_content()
+
+
+def test_hidden_marks_are_removed_from_the_visible_document() -> None:
+    html = doc(
+        '<p>seen</p><div data-bw-hidden="display"><p>display none</p></div>'
+        '<p data-bw-hidden="visibility">invisible</p><p data-bw-hidden="collapsed">collapsed</p>'
+        '<p data-bw-hidden="offscreen">off</p><p data-bw-hidden="aria">aria</p><script>var s</script>'
+    )
+    text = visible_document(html).text_content()
+    assert "seen" in text and "aria" in text
+    for gone in ("display none", "invisible", "collapsed", "off", "var s"):
+        assert gone not in text
+    assert "aria" not in visible_document(html, drop_aria_hidden=True).text_content()
+
+
+def test_blocks_own_their_inline_text_only() -> None:
+    root = parse_html(
+        doc(
+            '<nav><a href="/">Home</a> <a href="/a">About</a></nav>'
+            "<main><h1>Title</h1><div>Intro <em>text</em><p>Para one.</p>tail words</div>"
+            '<a href="/card"><div>Card inside a link</div></a></main>'
+        )
+    )
+    blocks = segment(root)
+    by_text = {b.text: b for b in blocks}
+    assert set(by_text) == {"Home About", "Title", "Intro text tail words", "Para one.", "Card inside a link"}
+    assert by_text["Home About"].in_chrome and by_text["Home About"].link_density == 1.0
+    assert by_text["Title"].heading and by_text["Title"].in_main
+    assert by_text["Para one."].words == 2
+
+
+def test_alignment_finds_blocks_in_order_and_rejects_far_short_matches() -> None:
+    blocks = ["Home", "A long first paragraph about things", "Share", "Second paragraph of the article", "Home"]
+    extracted = "A long first paragraph about things.\n\nSecond paragraph of the article."
+    assert kept_blocks(blocks, extracted) == [False, True, False, True, False]
+    # A short block counts only near the previous match: "home" deep in the text is a different word.
+    far = "A long first paragraph about things. " + "filler " * 80 + "Second paragraph of the article home"
+    assert kept_blocks(["A long first paragraph about things", "Home"], far) == [True, False]
+    assert kept_blocks(blocks, "") == [False] * 5
