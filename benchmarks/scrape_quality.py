@@ -169,7 +169,7 @@ async def render_corpus(pages: list[Page], cache: Path, split: str, concurrency:
     """Render and annotate each page once with the host's Chromium; the result is cached."""
     from playwright.async_api import Route, async_playwright
 
-    from sandbox_image.browser.settings import LAUNCH_ARGS, VIEWPORT
+    from sandbox_image.browser.launch import LAUNCH_ARGS, VIEWPORT
     from sandbox_image.scrape.annotate import annotate_page
     from sandbox_image.scrape.settle import settle
 

@@ -38,7 +38,8 @@ class AnnotatedDom:
         """Validate what the page script returned (the page's own scripts share that world)."""
         if not isinstance(raw, dict) or not isinstance(raw.get("html"), str):
             raise ValueError("the annotation script returned no HTML")
-        stats = raw.get("stats") if isinstance(raw.get("stats"), dict) else {}
+        stats_raw = raw.get("stats")
+        stats: dict[str, Any] = stats_raw if isinstance(stats_raw, dict) else {}
         return cls(
             html=raw["html"],
             url=url,

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 MODEL_PATH = Path(__file__).with_name("model.json")
 
@@ -54,9 +55,9 @@ class Forest:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> Forest:
+    def from_json(cls, data: Mapping[str, Any]) -> Forest:
         trees = []
-        for raw in data["trees"]:  # type: ignore[union-attr]
+        for raw in data["trees"]:
             feature, threshold, left, right, value = raw
             trees.append(
                 (
@@ -68,11 +69,11 @@ class Forest:
                 )
             )
         return cls(
-            features=tuple(str(f) for f in data["features"]),  # type: ignore[union-attr]
-            baseline=float(data["baseline"]),  # type: ignore[arg-type]
+            features=tuple(str(f) for f in data["features"]),
+            baseline=float(data["baseline"]),
             trees=tuple(trees),
-            threshold=float(data.get("threshold", 0.5)),  # type: ignore[union-attr, arg-type]
-            info=dict(data.get("info") or {}),  # type: ignore[union-attr, call-overload]
+            threshold=float(data.get("threshold", 0.5)),
+            info=dict(data.get("info") or {}),
         )
 
 

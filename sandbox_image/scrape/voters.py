@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 log = logging.getLogger("boxwright.agent.scrape")
 
@@ -43,7 +44,7 @@ _JUSTEXT_LANGUAGES = {
 }
 
 
-def _trafilatura(html: str, url: str, lang: str, **options: bool) -> str:
+def _trafilatura(html: str, url: str, lang: str, **options: Any) -> str:
     import trafilatura
 
     return trafilatura.extract(html, url=url or None, include_comments=True, **options) or ""

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
-from sandbox_image.browser.settings import LAUNCH_ARGS
+from sandbox_image.browser.launch import LAUNCH_ARGS
 from sandbox_image.scrape.annotate import annotate_page
 from sandbox_image.scrape.dom import visible_document
 from sandbox_image.scrape.extract import extract_page
