@@ -104,8 +104,13 @@ def _whole_tables(blocks: list[Block], kept: set[int]) -> set[int]:
     return result
 
 
-def _media_in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> set[int]:
-    """ids of media elements inside a kept block or between two kept blocks (document order)."""
+def _media_in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> list[HtmlElement]:
+    """Media elements inside a kept block or between two kept blocks (document order).
+
+    The elements themselves, not their id()s: lxml hands out short-lived proxy objects, so the id
+    of a proxy that has been freed can come back as the id of another element's proxy (that made
+    the output depend on what earlier code left in memory).
+    """
     by_element = {id(b.element): b.index for b in blocks}
     order: list[tuple[str, HtmlElement, int]] = []  # ("block", el, index) | ("media", el, -1)
     for element in root.iter():
@@ -115,20 +120,20 @@ def _media_in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> se
             order.append(("block", element, by_element[id(element)]))
         elif element.tag in MEDIA_TAGS:
             order.append(("media", element, -1))
-    keep: set[int] = set()
+    keep: dict[int, HtmlElement] = {}  # id -> element; holding the element keeps its id unique
     last_block = -1
     pending: list[HtmlElement] = []
     for kind, element, index in order:
         if kind == "block":
             if index in kept and last_block in kept:
-                keep.update(id(m) for m in pending)
+                keep.update((id(m), m) for m in pending)
             pending, last_block = [], index
         else:
             owner = next((a for a in element.iterancestors() if id(a) in by_element), None)
             if owner is not None and by_element[id(owner)] in kept:
-                keep.add(id(element))
+                keep[id(element)] = element
             pending.append(element)
-    return keep
+    return list(keep.values())
 
 
 def content_element(document: Document, selection: Selection) -> HtmlElement:
@@ -139,15 +144,14 @@ def content_element(document: Document, selection: Selection) -> HtmlElement:
     media = _media_in_flow(body, selection.blocks, selection.kept)
     for b in selection.blocks:
         b.element.set(_BLOCK_ATTR, "1" if b.index in selection.kept else "0")
-    for element in body.iter(*MEDIA_TAGS):
-        if id(element) in media:
-            element.set("data-bw-media", "1")
+    for element in media:
+        element.set("data-bw-media", "1")
     try:
         out = copy.deepcopy(body)
     finally:
         for b in selection.blocks:
             b.element.attrib.pop(_BLOCK_ATTR, None)
-        for element in body.iter(*MEDIA_TAGS):
+        for element in media:
             element.attrib.pop("data-bw-media", None)
     _prune(out, False)
     for element in out.iter():
