@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,30 +75,41 @@ def _ts(moment: datetime | None) -> str:
 
 def cmd_ls(args: argparse.Namespace, settings: Settings) -> int:
     from host.sandboxes.locks import OwnershipLocks
+    from host.sandboxes.overlay import OverlayStore
 
     backend = args.make_backend(settings)
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
-    rows = [("SANDBOX", "OWNER", "NAME", "STATUS", "NETWORK", "MANAGED", "CREATED", "EXPIRES")]
+    overlays = OverlayStore(settings.state_dir, settings.namespace)
+    header = ("SANDBOX", "OWNER", "NAME", "STATUS", "NETWORK", "MANAGED", "CREATED", "EXPIRES")
+    rows, pooled = [header], [header]
     for info in backend.list_sandboxes(settings.namespace):
         managed = "no (orphan)" if locks.try_acquire(info.sandbox_id) else "yes"
         locks.release(info.sandbox_id, forget=False)
         lab = labels.decode(info.labels)
-        rows.append(
-            (
-                info.sandbox_id,
-                lab.owner or "?",
-                lab.name or "-",
-                info.status,
-                lab.network or "?",
-                managed,
-                _ts(lab.created_at),
-                _ts(lab.expires_at),
-            )
+        # A claimed pooled sandbox's owner, name and TTL are in its overlay (labels cannot change).
+        claim = overlays.load(info.sandbox_id) if lab.pooled else None
+        row = (
+            info.sandbox_id,
+            claim.owner if claim else ("-" if lab.pooled else lab.owner or "?"),
+            (claim.name if claim else lab.name) or "-",
+            info.status,
+            lab.network or "?",
+            managed,
+            _ts(claim.createdAt if claim else lab.created_at),
+            _ts(claim.expiresAt if claim else lab.expires_at),
         )
+        (pooled if lab.pooled and claim is None else rows).append(row)
+    _print_table(rows)
+    if len(pooled) > 1:
+        print(f"\nwarm pool (ready, never used): {len(pooled) - 1}")
+        _print_table(pooled)
+    return 0
+
+
+def _print_table(rows: Sequence[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    return 0
 
 
 def cmd_rm(args: argparse.Namespace, settings: Settings) -> int:

@@ -47,6 +47,16 @@ class Settings(EnvSettings):
     network: Literal["public", "none"] = Field(
         "public", description="Network mode of a sandbox created without one (`allowlist` needs hosts)"
     )
+    pool_size: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="Sandboxes kept started and ready for sandbox_create and template runs, of the default "
+        "network mode (0: no pool); on top of BOXWRIGHT_MAX_SANDBOXES",
+    )
+    pool_concurrency: int = Field(
+        1, ge=1, le=8, description="Pooled sandboxes started at once while the pool refills (live creates go first)"
+    )
     keep_on_exit: bool = Field(False, description="Leave sandboxes running when the server stops")
     toolsets: Annotated[list[str] | None, NoDecode] = Field(
         None, description="Comma-separated tool groups to offer (sandbox, code, files, browser, templates); default all"

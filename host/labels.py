@@ -27,6 +27,9 @@ NETWORK = PREFIX + "network"  # the sandbox's network mode: public | none | allo
 ALLOW_HOSTS = PREFIX + "allow-hosts"  # with mode allowlist: the entries, comma-separated
 ROLE = PREFIX + "role"  # on helper containers that are not sandboxes (the network guard)
 JOB = PREFIX + "job"  # on a throw-away sandbox made for one job (a template run): the job's id
+# "1" on a sandbox started for the warm pool: its owner, name, TTL and token are set when it is claimed
+# and kept in the state dir (host.sandboxes.overlay), since labels cannot change.
+POOL = PREFIX + "pool"
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class SandboxLabels:
     network: str | None  # absent on sandboxes from before network modes
     allow_hosts: tuple[str, ...]
     job: str | None = None  # set on throw-away sandboxes made for a job
+    pooled: bool = False  # started for the warm pool (host.sandboxes.pool)
 
 
 def encode(rec: SandboxRecord, namespace: str) -> dict[str, str]:
@@ -64,6 +68,8 @@ def encode(rec: SandboxRecord, namespace: str) -> dict[str, str]:
         out[ALLOW_HOSTS] = ",".join(rec.allow_hosts)
     if rec.job:
         out[JOB] = rec.job
+    if rec.pooled:
+        out[POOL] = "1"
     return out
 
 
@@ -79,6 +85,7 @@ def decode(labels: Mapping[str, str]) -> SandboxLabels:
         network=labels.get(NETWORK),
         allow_hosts=tuple(h for h in labels.get(ALLOW_HOSTS, "").split(",") if h),
         job=labels.get(JOB),
+        pooled=labels.get(POOL) == "1",
     )
 
 

@@ -10,6 +10,10 @@ from rpc.settings import EnvSettings
 AGENT_PORT = 8080
 
 
-def agent_env(token: str) -> dict[str, str]:
-    """The container environment for an agent whose bearer token is `token` (read by SandboxSettings)."""
-    return {EnvSettings.env_name("token_sha256"): token_sha256(token)}
+def agent_env(token: str, *, pooled: bool = False) -> dict[str, str]:
+    """The container environment for an agent whose bearer token is `token` (read by SandboxSettings);
+    a `pooled` one (the warm pool's) accepts one claim that replaces the token."""
+    env = {EnvSettings.env_name("token_sha256"): token_sha256(token)}
+    if pooled:
+        env[EnvSettings.env_name("pooled")] = "true"
+    return env

@@ -8,7 +8,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from rpc.models.sandbox import Health
-from sandbox_image import browser, files, info, tasks
+from sandbox_image import browser, claim, files, info, tasks
 from sandbox_image.auth import TokenAuth
 from sandbox_image.code import client as code_client
 from sandbox_image.config import SandboxSettings
@@ -20,7 +20,9 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
     dispatcher = Dispatcher("agent")
     runner = code_client.RunnerClient(settings.runner_socket)
 
+    auth = TokenAuth(settings.agent_token_sha256())
     info.register(dispatcher, workspace=settings.workspace, runner=runner)
+    claim.register(dispatcher, auth=auth, pooled=settings.pooled, workspace=settings.workspace, runner=runner)
     files.register(dispatcher, files.Workspace(settings.workspace))
     code_client.register(dispatcher, runner)
     browser_service = browser.register(dispatcher, settings)
@@ -32,7 +34,7 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
     app = build_app(
         dispatcher,
         health=health,
-        auth=TokenAuth(settings.agent_token_sha256()),
+        auth=auth,
         max_body_bytes=settings.max_body_bytes,
     )
 

@@ -27,6 +27,8 @@ from host.sandboxes.limits import check_capacity, ttl_seconds
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from host.sandboxes.network import apply_network_policy
+from host.sandboxes.overlay import OverlayStore
+from host.sandboxes.pool import WarmPool
 from host.sandboxes.readiness import Readiness, diagnose, status_of
 from host.sandboxes.reconcile import Reconciler
 from host.sandboxes.registry import SandboxRegistry
@@ -59,7 +61,15 @@ class SandboxManager:
         self._image_provider = image_provider
         self.registry = SandboxRegistry(OwnershipLocks(settings.state_dir, settings.namespace))
         self.readiness = Readiness(backend, self.agent)
-        self.reconciler = Reconciler(settings, backend, self.registry, self.readiness, self._remove_orphan)
+        self.overlays = OverlayStore(settings.state_dir, settings.namespace)
+        self.reconciler = Reconciler(
+            settings, backend, self.registry, self.readiness, self._remove_orphan, overlays=self.overlays
+        )
+        self.pool = WarmPool(self)
+        self.reconciler.pool = self.pool
+        self.creating = 0  # live creates in flight (the pool's refill waits for them)
+        self._no_creates = anyio.Event()
+        self._no_creates.set()
 
     # -- lifecycle of the manager ------------------------------------------------------------
     async def start(self) -> None:
@@ -67,12 +77,15 @@ class SandboxManager:
         await self.reconcile()
 
     async def close(self) -> None:
-        """On server shutdown: destroy what we manage, or hand it over (release locks) if keeping."""
+        """On server shutdown: destroy what we manage (the warm pool drained too), or hand it over
+        (release locks) if keeping."""
         if self.settings.keep_on_exit:
+            self.pool.hand_over()
             self.registry.hand_over()
         else:
             with anyio.CancelScope(shield=True):
                 async with anyio.create_task_group() as tg:
+                    tg.start_soon(self.pool.drain)
                     for rec in self.registry:
                         tg.start_soon(self._remove, rec, "server shutdown")
                 await anyio.to_thread.run_sync(self.backend.remove_network_if_unused)
@@ -102,7 +115,8 @@ class SandboxManager:
         job: str | None = None,
     ) -> SandboxRecord:
         """A new sandbox of `caller`, which becomes their default — unless it is a throw-away sandbox
-        for `job` (see host.sandboxes.jobs), labelled so that a restarted server can tell."""
+        for `job` (see host.sandboxes.jobs), labelled so that a restarted server can tell. Taken from
+        the warm pool when it has one of the asked network mode, else started cold."""
 
         async def step(n: int, message: str) -> None:
             if progress is not None:
@@ -111,43 +125,104 @@ class SandboxManager:
         s = self.settings
         check_capacity(s, self.registry, caller)
         ttl = ttl_seconds(s, ttl_s)
-        now = datetime.now(UTC).replace(microsecond=0)
-        sid = "sbx_" + secrets.token_hex(6)
         network = network or NetworkPolicy(mode=s.network)
-        rec = SandboxRecord(
-            id=sid,
-            owner=caller.owner,
+        started = time.monotonic()
+        self._begin_create()
+        try:
+            rec = None
+            if self.pool.serves(network):
+                rec = await self.pool.claim(caller, name=name, ttl_s=ttl, job=job)
+            if rec is None:
+                rec = self.new_record(caller.owner, name=name, ttl_s=ttl, network=network, job=job)
+                if not self.registry.claim(rec.id):  # pragma: no cover - fresh random id
+                    raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision; retry")
+                self.registry.add(rec)  # reserves the slot against concurrent creates
+                await self.start_container(rec, deadline or Deadline.after(s.startup_timeout), step)
+            else:
+                await step(CREATE_STEPS, "ready (from the warm pool)")
+        finally:
+            self._end_create()
+        if job is None:
+            self.registry.make_default(caller, rec.id)
+        log.info(
+            "sandbox created id=%s owner=%s container=%s endpoint=%s ttl=%ss in %.2fs%s%s",
+            rec.id,
+            caller.owner,
+            (rec.container_id or "")[:12],
+            rec.endpoint.base_url if rec.endpoint else "-",
+            ttl,
+            time.monotonic() - started,
+            " from the pool" if rec.pooled else "",
+            f" for job {job}" if job else "",
+        )
+        return rec
+
+    def _begin_create(self) -> None:
+        self.creating += 1
+        if self.creating == 1:
+            self._no_creates = anyio.Event()
+
+    def _end_create(self) -> None:
+        self.creating -= 1
+        if self.creating == 0:
+            self._no_creates.set()
+
+    async def no_live_creates(self) -> None:
+        """Wait until no sandbox_create (or job sandbox) is in flight."""
+        while self.creating:
+            await self._no_creates.wait()
+
+    def new_record(
+        self,
+        owner: str,
+        *,
+        name: str | None,
+        ttl_s: int,
+        network: NetworkPolicy,
+        job: str | None = None,
+        pooled: bool = False,
+    ) -> SandboxRecord:
+        """The record of a sandbox about to be started, with a fresh id and token."""
+        now = datetime.now(UTC).replace(microsecond=0)
+        return SandboxRecord(
+            id="sbx_" + secrets.token_hex(6),
+            owner=owner,
             name=name,
-            image=s.image,
+            image=self.settings.image,
             created_at=now,
-            expires_at=now + timedelta(seconds=ttl),
+            expires_at=now + timedelta(seconds=ttl_s),
             token=secrets.token_urlsafe(32),
             network=network.mode,
             allow_hosts=list(network.allowHosts),
             job=job,
+            pooled=pooled,
         )
-        if not self.registry.claim(sid):  # pragma: no cover - fresh random id
-            raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision; retry")
-        self.registry.add(rec)  # reserves the slot against concurrent creates
-        started = time.monotonic()
+
+    async def start_container(self, rec: SandboxRecord, deadline: Deadline, step: Progress | None = None) -> None:
+        """Start `rec`'s container (its lock is claimed) and wait until it is ready; on any failure it is
+        removed again and the error says why."""
+
+        async def report(n: int, message: str) -> None:
+            if step is not None:
+                await step(n, message)
+
+        s = self.settings
         try:
             if self._image_provider is not None:  # may build the image on first use
-                await step(1, "checking the sandbox image (built on first use)")
+                await report(1, "checking the sandbox image (built on first use)")
                 rec.image = await self._image_provider()
-            deadline = deadline or Deadline.after(s.startup_timeout)
-            await step(2, "starting the container")
-            spec = StartSpec(
-                sandbox_id=sid, image=rec.image, labels=labels.encode(rec, s.namespace), env=agent_env(rec.token)
-            )
+            await report(2, "starting the container")
+            env = agent_env(rec.token, pooled=rec.pooled)
+            spec = StartSpec(sandbox_id=rec.id, image=rec.image, labels=labels.encode(rec, s.namespace), env=env)
             rec.attach(await anyio.to_thread.run_sync(self.backend.start, spec))
-            await step(3, "applying the network policy; waiting for the agent and the code runner")
+            await report(3, "applying the network policy; waiting for the agent and the code runner")
             # A fresh container has no code runner yet; it needs nothing from the agent, so both boot
             # in parallel instead of one after the other, while the network guard loads the policy.
             # Nothing untrusted runs before all three are done: the caller gets the id only then.
             async with anyio.create_task_group() as tg:
                 tg.start_soon(apply_network_policy, self.backend, rec)
                 await self.readiness.start_runner(rec, deadline)
-            await step(4, "ready")
+            await report(4, "ready")
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 logs = (
@@ -166,19 +241,6 @@ class SandboxManager:
                 ) from exc
             raise
         rec.status = SandboxStatus.RUNNING
-        if job is None:
-            self.registry.make_default(caller, sid)
-        log.info(
-            "sandbox created id=%s owner=%s container=%s endpoint=%s ttl=%ss in %.2fs%s",
-            sid,
-            caller.owner,
-            (rec.container_id or "")[:12],
-            rec.endpoint.base_url if rec.endpoint else "-",
-            ttl,
-            time.monotonic() - started,
-            f" for job {job}" if job else "",
-        )
-        return rec
 
     async def destroy(
         self, caller: Caller, sandbox_id: str | None, *, reason: str = "destroyed by owner"
@@ -258,6 +320,7 @@ class SandboxManager:
                 await anyio.to_thread.run_sync(self.backend.remove, rec.id, rec.container_id)
             finally:
                 self.registry.forget(rec, tombstone=tombstone)
+                self.overlays.delete(rec.id)
         log.info("sandbox %s removed (%s)", rec.id, reason)
 
     async def _remove_orphan(self, rec: SandboxRecord, reason: str) -> None:

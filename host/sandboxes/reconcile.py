@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
@@ -15,10 +16,17 @@ from host.backends.base import ContainerInfo, SandboxBackend
 from host.config import Settings
 from host.sandboxes.models import SandboxRecord, SandboxStatus
 from host.sandboxes.network import apply_network_policy
+from host.sandboxes.overlay import OverlayStore
+from host.sandboxes.pool import POOL_OWNER
 from host.sandboxes.readiness import Readiness, status_of
 from host.sandboxes.registry import SandboxRegistry
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError
+from rpc.methods import SANDBOX_INFO
+from rpc.models.sandbox import SandboxInfoParams
+
+if TYPE_CHECKING:
+    from host.sandboxes.pool import WarmPool
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +43,16 @@ class Reconciler:
         registry: SandboxRegistry,
         readiness: Readiness,
         remove: Remove,
+        *,
+        overlays: OverlayStore | None = None,
     ) -> None:
         self.settings = settings
         self.backend = backend
         self.registry = registry
         self.readiness = readiness
         self.remove = remove
+        self.overlays = overlays
+        self.pool: WarmPool | None = None  # set by the manager: adopts unclaimed pooled sandboxes
 
     async def reconcile(self) -> None:
         """Adopt or remove sandboxes of this namespace that no live server manages."""
@@ -52,6 +64,8 @@ class Reconciler:
             if rec is not None:
                 if rec.status is not SandboxStatus.STARTING:
                     rec.status = status_of(info)
+                continue
+            if self.pool is not None and self.pool.holds(info.sandbox_id):
                 continue
             if self.registry.claim(info.sandbox_id):  # else: another live server manages it
                 await self._adopt_or_remove(info)
@@ -77,9 +91,20 @@ class Reconciler:
             network=lab.network or self.settings.network,
             allow_hosts=list(lab.allow_hosts),
             job=lab.job,
+            pooled=lab.pooled,
         )
+        # A pooled sandbox that was claimed: who has it now, and with which token, is in its overlay.
+        overlay = self.overlays.load(rec.id) if self.overlays is not None and lab.pooled else None
+        if overlay is not None:
+            overlay.apply(rec)
+        elif lab.pooled:
+            rec.owner = POOL_OWNER
         rec.attach(info)
         return rec
+
+    def unclaimed(self, rec: SandboxRecord) -> bool:
+        """A pooled sandbox nobody has claimed yet."""
+        return rec.pooled and rec.owner == POOL_OWNER
 
     async def _adopt_or_remove(self, info: ContainerInfo) -> None:
         rec = self.record_of(info)
@@ -90,12 +115,21 @@ class Reconciler:
             reason = "TTL expired"
         elif not rec.token or rec.endpoint is None:
             reason = "incomplete labels"
+        elif self.unclaimed(rec):
+            if self.pool is None or not await self.pool.adopt(rec):
+                reason = "pooled, and the warm pool has no room for it (or it is unhealthy)"
+            else:
+                return
         else:
             self.registry.add(rec)
             try:
                 # Loaded again: the server that made it may have died before its policy was in place.
                 await apply_network_policy(self.backend, rec)
                 await self.readiness.ensure_runner(rec, Deadline.after(ADOPT_TIMEOUT_S))
+                if rec.pooled:  # claimed: a server that died mid-claim may have left the agent the pool's token
+                    await self.readiness.agent.call(
+                        rec.endpoint, SANDBOX_INFO, SandboxInfoParams(), Deadline.after(ADOPT_TIMEOUT_S)
+                    )
             except BoxwrightError as exc:
                 reason = f"unhealthy ({exc.code.value})"
         if reason:

@@ -25,7 +25,8 @@ from rpc.errors import unauthorized
 from tests.integration.mcp_helpers import Session
 
 # task.* are not tools of their own: the host's RunManager drives them behind the template-run tools.
-FORWARDED = [m for m in methods.ALL if m is not methods.SANDBOX_INFO and m not in methods.TASKS]
+HOST_ONLY = (methods.SANDBOX_INFO, methods.SANDBOX_CLAIM)  # the host calls them itself; no tool forwards them
+FORWARDED = [m for m in methods.ALL if m not in HOST_ONLY and m not in methods.TASKS]
 
 
 LOCAL = CallerResolver("stdio")

@@ -48,6 +48,7 @@ class SandboxCreateArgs(BaseModel):
 
 class SandboxCreateResult(SandboxView):
     startupMs: int = Field(description="Time from request to ready")
+    fromPool: bool = Field(False, description="Taken from the server's warm pool (started ahead, never used)")
 
 
 class SandboxDestroyArgs(BaseModel):
@@ -84,8 +85,9 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
             inv.caller, name=args.name, ttl_s=args.ttlSeconds, network=args.policy(), progress=progress
         )
         view = rec.view(is_default=True).model_dump()
-        result = SandboxCreateResult(**view, startupMs=int((time.monotonic() - started) * 1000))
-        return ToolOutput(result, f"sandbox_create ok: {rec.id} {rec.status.value}", sandbox_id=rec.id)
+        result = SandboxCreateResult(**view, startupMs=int((time.monotonic() - started) * 1000), fromPool=rec.pooled)
+        origin = " (from the warm pool)" if rec.pooled else ""
+        return ToolOutput(result, f"sandbox_create ok: {rec.id} {rec.status.value}{origin}", sandbox_id=rec.id)
 
     async def destroy(inv: Invocation[SandboxDestroyArgs]) -> ToolOutput:
         rec = await manager.destroy(inv.caller, inv.args.sandboxId)

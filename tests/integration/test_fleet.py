@@ -1,0 +1,97 @@
+"""Fleet lifecycle against the real engine and the real MCP client: the warm pool (distinct pooled
+sandboxes with their own token and workspace, refilled, a dead one replaced and never handed out)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import docker
+import httpx
+
+from host import labels
+from tests.integration import test_lifecycle
+from tests.integration.conftest import HttpServer
+from tests.integration.mcp_helpers import http_session
+from tests.integration.test_lifecycle import containers, env_for
+
+cleanup_namespace = test_lifecycle.cleanup_namespace  # the fixture: namespaces removed after the test
+
+INFO = {"jsonrpc": "2.0", "id": 1, "method": "sandbox.info", "params": {}}
+
+
+def pooled(client: docker.DockerClient, namespace: str) -> dict[str, object]:
+    """Running pooled containers of the namespace (claimed or not)."""
+    return {sid: c for sid, c in containers(client, namespace).items() if c.labels.get(labels.POOL) == "1"}
+
+
+def agent_url(container: object) -> str:
+    container.reload()  # type: ignore[attr-defined]
+    [binding] = container.ports["8080/tcp"]  # type: ignore[attr-defined]
+    return f"http://127.0.0.1:{binding['HostPort']}/rpc"
+
+
+def agent_answers(container: object, token: str) -> int:
+    return httpx.post(agent_url(container), json=INFO, headers={"Authorization": f"Bearer {token}"}).status_code
+
+
+async def wait_for_pool(server: HttpServer, count: int, timeout_s: float = 120) -> None:
+    """Until the server's log says the pool holds `count` ready sandboxes (after the last claim)."""
+    for _ in range(int(timeout_s / 0.2)):
+        log = server.log()
+        tail = log[log.rfind("sandbox created") :] if "sandbox created" in log else log
+        if f"ready ({count} of {count})" in tail:
+            return
+        await anyio.sleep(0.2)
+    raise AssertionError(f"the pool did not reach {count} ready sandboxes:\n{server.log()[-3000:]}")
+
+
+async def test_warm_pool_hands_out_distinct_fresh_sandboxes_and_replaces_a_dead_one(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    env = env_for(server_env, "pool", tmp_path, BOXWRIGHT_POOL_SIZE="2", BOXWRIGHT_REAP_INTERVAL="2")
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "pool.log")
+    try:
+        await wait_for_pool(server, 2)
+        pool = pooled(docker_client, ns)
+        assert len(pool) == 2
+        pool_tokens = {sid: c.labels[labels.TOKEN] for sid, c in pool.items()}  # type: ignore[attr-defined]
+        # One pooled sandbox's agent dies (as a crash would): it must never be handed out.
+        dead = sorted(pool)[0]
+        killed = pool[dead].exec_run(["pkill", "-KILL", "-f", "-x", ".*python -m sandbox_image"], user="agent")  # type: ignore[attr-defined]
+        assert killed.exit_code == 0, killed.output
+        async with http_session(server.url) as s:
+            a = await s.ok("sandbox_create", {"name": "a"})
+            b = await s.ok("sandbox_create", {"name": "b"})
+            assert a["sandboxId"] != b["sandboxId"] and dead not in (a["sandboxId"], b["sandboxId"])
+            assert a["fromPool"], a
+            await s.ok("file_write", {"sandboxId": a["sandboxId"], "path": "mine.txt", "content": "a's"})
+            listing = await s.ok("file_list", {"sandboxId": b["sandboxId"], "path": "."})
+            assert listing["entries"] == []  # b's workspace is its own and fresh
+            run = await s.ok("code_run", {"sandboxId": b["sandboxId"], "language": "python", "code": "print(6*7)"})
+            assert run["stdout"] == "42\n"
+            # Each claimed sandbox has a fresh token of its own (in the state dir); the pool's is refused.
+            claimed_tokens = {}
+            for sid in (a["sandboxId"], b["sandboxId"]):
+                if sid not in pool_tokens:
+                    continue  # a cold one (the pool had only one live sandbox left)
+                overlay = json.loads((tmp_path / "overlays" / ns / f"{sid}.json").read_text())
+                claimed_tokens[sid] = overlay["token"]
+                container = containers(docker_client, ns)[sid]
+                assert agent_answers(container, pool_tokens[sid]) == 401
+                assert agent_answers(container, overlay["token"]) == 200
+            assert claimed_tokens and len(set(claimed_tokens.values()) | set(pool_tokens.values())) == len(
+                claimed_tokens
+            ) + len(pool_tokens)
+            # The dead one was removed, and the pool refills to two never-used sandboxes.
+            await wait_for_pool(server, 2)
+            ready = set(pooled(docker_client, ns)) - {a["sandboxId"], b["sandboxId"]}
+            assert len(ready) == 2 and dead not in ready and dead not in containers(docker_client, ns)
+            c = await s.ok("sandbox_create", {"name": "c"})
+            assert c["fromPool"] and c["sandboxId"] in ready
+    finally:
+        server.stop()  # graceful: drains the pool
+    assert containers(docker_client, ns) == {}
