@@ -39,7 +39,10 @@ class Settings(EnvSettings):
     max_sandboxes_per_owner: int = Field(5, ge=1, description="Sandboxes of one owner")
     default_ttl: int = Field(3600, ge=10, description="Seconds a sandbox lives when sandbox_create names no TTL")
     max_ttl: int = Field(24 * 3600, ge=10, description="Seconds a sandbox may live at most")
-    idle_timeout: int = Field(0, ge=0, description="Destroy sandboxes unused this many seconds (0: never)")
+    idle_timeout: int = Field(0, ge=0, description="Destroy (or pause) sandboxes unused this many seconds (0: never)")
+    idle_action: Literal["destroy", "pause"] = Field(
+        "destroy", description="What the idle timeout does: `destroy`, or `pause` (resumed by the next call)"
+    )
     startup_timeout: float = Field(60.0, gt=0, description="Seconds from create to agent and code runner ready")
     reap_interval: float = Field(
         15.0, gt=0, description="Seconds between checks of TTLs and dead containers, and sweeps of expired runs"

@@ -241,6 +241,25 @@ class DockerBackend(SandboxBackend):
             return None
         return self._info(container)
 
+    def freeze(self, container_id: str) -> None:
+        self._freezer(container_id, pause=True)
+
+    def thaw(self, container_id: str) -> None:
+        self._freezer(container_id, pause=False)
+
+    def _freezer(self, container_id: str, *, pause: bool) -> None:
+        try:
+            container = self.client.containers.get(container_id)
+            container.pause() if pause else container.unpause()
+        except docker.errors.NotFound as exc:
+            raise BoxwrightError(ErrorCode.SANDBOX_NOT_FOUND, "the sandbox's container is gone") from exc
+        except docker.errors.APIError as exc:  # e.g. not running, or already (un)paused
+            raise BoxwrightError(
+                ErrorCode.SANDBOX_NOT_RUNNING,
+                f"the engine cannot {'pause' if pause else 'resume'} the sandbox",
+                details={"cause": str(exc)[:300]},
+            ) from exc
+
     def remove(self, sandbox_id: str, container_id: str | None) -> None:
         """Remove the container and its workspace volume; a no-op for what is already gone."""
         self._remove_container(container_id or container_name(sandbox_id))

@@ -23,6 +23,7 @@ from host import labels
 from host.agent_client import AgentClient
 from host.backends.base import SandboxBackend, StartSpec
 from host.config import Settings
+from host.sandboxes.freezer import Freezer
 from host.sandboxes.limits import check_capacity, ttl_seconds
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
@@ -66,6 +67,7 @@ class SandboxManager:
             settings, backend, self.registry, self.readiness, self._remove_orphan, overlays=self.overlays
         )
         self.pool = WarmPool(self)
+        self.freezer = Freezer(backend, self.readiness)
         self.reconciler.pool = self.pool
         self.creating = 0  # live creates in flight (the pool's refill waits for them)
         self._no_creates = anyio.Event()
@@ -249,12 +251,36 @@ class SandboxManager:
         await self._remove(rec, reason)
         return rec
 
+    # -- pause / resume (host.sandboxes.freezer) --------------------------------------------
+    async def pause(self, caller: Caller, sandbox_id: str | None) -> tuple[SandboxRecord, bool]:
+        """Freeze the caller's sandbox; (record, False) when it already was paused."""
+        rec = self.resolve(caller, sandbox_id)
+        return rec, await self.freezer.pause(rec, "by its owner")
+
+    async def resume(
+        self, caller: Caller, sandbox_id: str | None, deadline: Deadline | None = None
+    ) -> tuple[SandboxRecord, bool]:
+        """Thaw the caller's sandbox; (record, False) when it was not paused."""
+        rec = self.resolve(caller, sandbox_id)
+        return rec, await self.freezer.resume(rec, deadline)
+
+    async def wake(self, caller: Caller, sandbox_id: str | None, deadline: Deadline | None = None) -> bool:
+        """Before a call: resume the sandbox if Boxwright paused it (one paused behind its back is left
+        alone); True when it did."""
+        rec = self.resolve(caller, sandbox_id)
+        if rec.status is SandboxStatus.PAUSED and rec.paused_at is not None:
+            return await self.freezer.resume(rec, deadline)
+        return False
+
     # -- calls into a sandbox ----------------------------------------------------------------
     async def call(
         self, caller: Caller, sandbox_id: str | None, method: Method[P, R], params: P, deadline: Deadline
     ) -> tuple[SandboxRecord, R]:
+        """The method's result from the sandbox's agent; a sandbox this server paused is resumed first
+        (tools that want to say so call `wake` before)."""
         rec = self.resolve(caller, sandbox_id)
-        # A paused sandbox is still tried (the status may be stale); it ends in RPC_TIMEOUT.
+        await self.wake(caller, rec.id, deadline)
+        # A sandbox paused behind our back is still tried (the status may be stale); it ends in RPC_TIMEOUT.
         if rec.status not in (SandboxStatus.RUNNING, SandboxStatus.PAUSED) or rec.endpoint is None:
             raise BoxwrightError(
                 ErrorCode.SANDBOX_NOT_RUNNING,
@@ -294,11 +320,22 @@ class SandboxManager:
         for rec in self.registry:
             if rec.status is SandboxStatus.STARTING:
                 continue
-            if now >= rec.expires_at:
+            if now >= rec.expires_at:  # the hard limit: paused or busy, it goes
                 await self._remove(rec, "TTL expired")
-            elif idle and (now - rec.last_used).total_seconds() > idle:
-                await self._remove(rec, "idle timeout")
+            elif idle and rec.status is SandboxStatus.RUNNING and (now - rec.last_used).total_seconds() > idle:
+                await self._on_idle(rec)
         await self.reconcile()
+
+    async def _on_idle(self, rec: SandboxRecord) -> None:
+        """Idle past the timeout: paused (BOXWRIGHT_IDLE_ACTION=pause) or removed. A paused sandbox is never
+        idle-removed: only its TTL ends it."""
+        if self.settings.idle_action == "pause":
+            try:
+                await self.freezer.pause(rec, "idle timeout")
+            except BoxwrightError as exc:
+                log.warning("could not pause idle sandbox %s: %s", rec.id, exc.message)
+        else:
+            await self._remove(rec, "idle timeout")
 
     async def reconcile(self) -> None:
         """Adopt or remove sandboxes of this namespace that no live server manages."""
@@ -321,6 +358,7 @@ class SandboxManager:
             finally:
                 self.registry.forget(rec, tombstone=tombstone)
                 self.overlays.delete(rec.id)
+                self.freezer.forget(rec)
         log.info("sandbox %s removed (%s)", rec.id, reason)
 
     async def _remove_orphan(self, rec: SandboxRecord, reason: str) -> None:

@@ -55,6 +55,7 @@ class SandboxRecord:
     # Started for the warm pool (its labels say so for good, claimed or not): what changed at its claim
     # lives in host.sandboxes.overlay.
     pooled: bool = False
+    paused_at: datetime | None = None  # when this server paused it (host.sandboxes.freezer)
 
     def attach(self, info: ContainerInfo) -> None:
         """Bind the record to its container (and, once the port is published, the agent's endpoint)."""

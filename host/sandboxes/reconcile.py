@@ -109,7 +109,16 @@ class Reconciler:
     async def _adopt_or_remove(self, info: ContainerInfo) -> None:
         rec = self.record_of(info)
         reason = ""
-        if info.status != "running":
+        if info.status == "paused" and not self.unclaimed(rec) and rec.endpoint is not None:
+            if datetime.now(UTC) < rec.expires_at:
+                # Paused by an earlier server (the engine keeps the state): adopted as paused, checked on
+                # resume. Only a fully started sandbox is ever paused, so its policy is in place.
+                rec.status, rec.paused_at = SandboxStatus.PAUSED, datetime.now(UTC)
+                self.registry.add(rec)
+                log.info("adopted paused sandbox %s of owner %s", rec.id, rec.owner)
+                return
+            reason = "TTL expired"
+        elif info.status != "running":
             reason = f"container {info.status}"
         elif datetime.now(UTC) >= rec.expires_at:
             reason = "TTL expired"

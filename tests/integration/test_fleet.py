@@ -4,6 +4,7 @@ sandboxes with their own token and workspace, refilled, a dead one replaced and 
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import anyio
@@ -94,4 +95,38 @@ async def test_warm_pool_hands_out_distinct_fresh_sandboxes_and_replaces_a_dead_
             assert c["fromPool"] and c["sandboxId"] in ready
     finally:
         server.stop()  # graceful: drains the pool
+    assert containers(docker_client, ns) == {}
+
+
+async def test_pause_resume_and_a_sigkilled_server_adopts_the_paused_sandbox(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    env = env_for(server_env, "pause", tmp_path)
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    first = HttpServer(env, tmp_path / "first.log")
+    async with http_session(first.url) as s:
+        sid = (await s.ok("sandbox_create"))["sandboxId"]
+        await s.ok("file_write", {"path": "state.txt", "content": "kept"})
+        assert (await s.ok("sandbox_pause"))["status"] == "paused"
+        assert containers(docker_client, ns)[sid].status == "paused"  # type: ignore[attr-defined]
+        run = await s.call("code_run", {"language": "bash", "code": "cat state.txt"})
+        assert not run.is_error and run.data["stdout"] == "kept", run.text
+        assert "(sandbox resumed from pause)" in run.summary
+        assert containers(docker_client, ns)[sid].status == "running"  # type: ignore[attr-defined]
+        await s.ok("sandbox_pause")
+    first.proc.send_signal(signal.SIGKILL)
+    first.proc.wait(10)
+    first.stop()
+    assert containers(docker_client, ns)[sid].status == "paused"  # type: ignore[attr-defined]
+    second = HttpServer(env, tmp_path / "second.log")
+    try:
+        async with http_session(second.url) as s:
+            [listed] = (await s.ok("sandbox_list"))["sandboxes"]
+            assert (listed["sandboxId"], listed["status"]) == (sid, "paused"), second.log()
+            read = await s.call("file_read", {"path": "state.txt"})
+            assert not read.is_error and read.data["content"] == "kept" and "resumed from pause" in read.summary
+            await s.ok("sandbox_pause")
+    finally:
+        second.stop()  # graceful: removes it, paused or not
     assert containers(docker_client, ns) == {}

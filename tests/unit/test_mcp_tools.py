@@ -30,6 +30,7 @@ FORWARDED = [m for m in methods.ALL if m not in HOST_ONLY and m not in methods.T
 
 
 LOCAL = CallerResolver("stdio")
+SANDBOX_TOOLS = {"sandbox_create", "sandbox_destroy", "sandbox_list", "sandbox_pause", "sandbox_resume"}
 TEMPLATE_TOOLS = {
     "list_task_templates",
     "run_task_template",
@@ -51,10 +52,7 @@ async def serving(services: Services, resolver: Callable[[Any], Caller] = LOCAL)
 async def test_tool_names_and_schemas_derive_from_the_methods(services: Services) -> None:
     async with serving(services) as mcp:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
-    assert (
-        set(tools)
-        == {"sandbox_create", "sandbox_destroy", "sandbox_list"} | {tool_name(m) for m in FORWARDED} | TEMPLATE_TOOLS
-    )
+    assert set(tools) == SANDBOX_TOOLS | {tool_name(m) for m in FORWARDED} | TEMPLATE_TOOLS
     assert len(FORWARDED) == 27
     for method in FORWARDED:
         tool = tools[tool_name(method)]
@@ -152,12 +150,12 @@ async def _browse(mcp: Session) -> None:
 
 async def test_toolsets_choose_tool_groups(services: Services) -> None:
     names = {spec.name for spec in tool_specs(services, ["code"])}
-    assert names == {"sandbox_create", "sandbox_destroy", "sandbox_list", "code_run"} | {
+    assert names == SANDBOX_TOOLS | {"code_run"} | {
         "process_list",
         "process_output",
         "process_kill",
     }
-    assert len(tool_specs(services)) == 37 and set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates"}
+    assert len(tool_specs(services)) == 39 and set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates"}
     assert {spec.name for spec in tool_specs(services, ["templates"])} - names == TEMPLATE_TOOLS - names
     with pytest.raises(ValueError, match="unknown toolset"):
         tool_specs(services, ["nope"])

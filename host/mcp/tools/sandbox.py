@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from host.mcp.forward import SANDBOX_ID_DOC
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.sandboxes.manager import CREATE_STEPS, SandboxManager
-from host.sandboxes.models import SandboxView
+from host.sandboxes.models import Caller, SandboxRecord, SandboxView
 from rpc.models.network import MAX_ALLOW_HOSTS, NetworkMode, NetworkPolicy
 
 
@@ -62,6 +62,20 @@ class SandboxDestroyResult(BaseModel):
     destroyed: bool
 
 
+class SandboxPauseArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sandboxId: str | None = Field(None, min_length=1, max_length=64, description=SANDBOX_ID_DOC)
+
+
+class SandboxResumeArgs(SandboxPauseArgs):
+    pass
+
+
+class SandboxStateResult(SandboxView):
+    changed: bool = Field(description="False when it already was in that state")
+
+
 class SandboxListArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -93,6 +107,20 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
         rec = await manager.destroy(inv.caller, inv.args.sandboxId)
         result = SandboxDestroyResult(sandboxId=rec.id, destroyed=True)
         return ToolOutput(result, f"sandbox_destroy ok: {rec.id}", sandbox_id=rec.id)
+
+    def state_result(tool: str, rec: SandboxRecord, changed: bool, caller: Caller) -> ToolOutput:
+        view = rec.view(is_default=manager.default_id(caller) == rec.id).model_dump()
+        result = SandboxStateResult(**view, changed=changed)
+        note = "" if changed else f" (already {rec.status.value})"
+        return ToolOutput(result, f"{tool} ok: {rec.id} {rec.status.value}{note}", sandbox_id=rec.id)
+
+    async def pause(inv: Invocation[SandboxPauseArgs]) -> ToolOutput:
+        rec, changed = await manager.pause(inv.caller, inv.args.sandboxId)
+        return state_result("sandbox_pause", rec, changed, inv.caller)
+
+    async def resume(inv: Invocation[SandboxResumeArgs]) -> ToolOutput:
+        rec, changed = await manager.resume(inv.caller, inv.args.sandboxId, inv.deadline)
+        return state_result("sandbox_resume", rec, changed, inv.caller)
 
     async def list_(inv: Invocation[SandboxListArgs]) -> ToolOutput:
         default = manager.default_id(inv.caller)
@@ -130,6 +158,30 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
             handler=destroy,
             budget_s=lambda _: 60,
             annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False),
+        ),
+        ToolSpec(
+            name="sandbox_pause",
+            title="Pause a sandbox",
+            description=(
+                "Freeze every process of a sandbox: it uses no CPU, and keeps its memory, files, browser tabs and "
+                "background processes. Any later tool call on it resumes it first (or call sandbox_resume). Its "
+                "TTL keeps running while paused."
+            ),
+            input=SandboxPauseArgs,
+            output=SandboxStateResult,
+            handler=pause,
+            budget_s=lambda _: 30,
+            annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True),
+        ),
+        ToolSpec(
+            name="sandbox_resume",
+            title="Resume a paused sandbox",
+            description="Thaw a paused sandbox exactly where it was (tool calls on a paused sandbox do this too).",
+            input=SandboxResumeArgs,
+            output=SandboxStateResult,
+            handler=resume,
+            budget_s=lambda _: 30,
+            annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True),
         ),
         ToolSpec(
             name="sandbox_list",
