@@ -71,6 +71,7 @@ class Services:
         self.manager = SandboxManager(settings, backend, image_provider=self.image.ensure if self.image else None)
         self.jobs = JobSandboxes(self.manager)
         self.runs = RunManager(settings, self.manager, self.jobs)
+        self.manager.activity.sources.append(self.runs.uses_sandbox)  # the idle timeout keeps their sandboxes
         self._prebuild = prebuild_image and self.image is not None
 
     @asynccontextmanager

@@ -10,7 +10,14 @@ from rpc.models import code as c
 from rpc.models import files as f
 from rpc.models import tasks as t
 from rpc.models.base import Params, Result
-from rpc.models.sandbox import SandboxClaimParams, SandboxClaimResult, SandboxInfoParams, SandboxInfoResult
+from rpc.models.sandbox import (
+    SandboxActivityParams,
+    SandboxActivityResult,
+    SandboxClaimParams,
+    SandboxClaimResult,
+    SandboxInfoParams,
+    SandboxInfoResult,
+)
 
 P = TypeVar("P", bound=Params)
 R = TypeVar("R", bound=Result)
@@ -27,6 +34,8 @@ class Method(Generic[P, R]):
 SANDBOX_INFO = Method("sandbox.info", SandboxInfoParams, SandboxInfoResult, 5_000)
 # Once, on a sandbox started for the warm pool, authenticated with the pool's token (host.sandboxes.pool).
 SANDBOX_CLAIM = Method("sandbox.claim", SandboxClaimParams, SandboxClaimResult, 5_000)
+# What keeps a sandbox busy though nobody called it lately (host.sandboxes.activity asks before idling it).
+SANDBOX_ACTIVITY = Method("sandbox.activity", SandboxActivityParams, SandboxActivityResult, 5_000)
 CODE_RUN = Method("code.run", c.CodeRunParams, c.CodeRunResult)
 PROCESS_LIST = Method("process.list", c.ProcessListParams, c.ProcessListResult, 5_000)
 PROCESS_OUTPUT = Method("process.output", c.ProcessOutputParams, c.ProcessOutputResult)
@@ -93,6 +102,7 @@ TASKS: tuple[Method, ...] = (TASK_TEMPLATES, TASK_START, TASK_STATUS, TASK_CANCE
 ALL: tuple[Method, ...] = (
     SANDBOX_INFO,
     SANDBOX_CLAIM,
+    SANDBOX_ACTIVITY,
     CODE_RUN,
     PROCESS_LIST,
     PROCESS_OUTPUT,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from rpc.models.sandbox import Health
-from sandbox_image import browser, claim, files, info, tasks
+from sandbox_image import activity, browser, claim, files, info, tasks
 from sandbox_image.auth import TokenAuth
 from sandbox_image.code import client as code_client
 from sandbox_image.config import SandboxSettings
@@ -27,6 +27,7 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
     code_client.register(dispatcher, runner)
     browser_service = browser.register(dispatcher, settings)
     task_service = tasks.register(dispatcher, browser_service)
+    activity.register(dispatcher, runner=runner, runs=task_service.runs)
 
     async def health() -> Health:
         return await info.health(runner)

@@ -12,14 +12,14 @@ import os
 
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.methods import SANDBOX_CLAIM, SANDBOX_INFO
+from rpc.methods import SANDBOX_ACTIVITY, SANDBOX_CLAIM, SANDBOX_INFO
 from rpc.models.sandbox import SandboxClaimParams, SandboxClaimResult
 from sandbox_image.auth import TokenAuth
 from sandbox_image.code.client import RunnerClient
 from sandbox_image.dispatcher import Dispatcher
 
-# Calls a pooled sandbox may have served before its claim: the pool's own health checks.
-HOUSEKEEPING = frozenset({SANDBOX_INFO.name, SANDBOX_CLAIM.name})
+# Calls a pooled sandbox may have served before its claim: the server's own checks.
+HOUSEKEEPING = frozenset({SANDBOX_INFO.name, SANDBOX_CLAIM.name, SANDBOX_ACTIVITY.name})
 REFUSED_HINT = "the sandbox cannot be claimed: the server removes it and hands out another one"
 
 

@@ -23,12 +23,13 @@ from host import labels
 from host.agent_client import AgentClient
 from host.backends.base import SandboxBackend, StartSpec
 from host.config import Settings
+from host.sandboxes.activity import Activity
 from host.sandboxes.freezer import Freezer
 from host.sandboxes.limits import check_capacity, ttl_seconds
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from host.sandboxes.network import apply_network_policy
-from host.sandboxes.overlay import OverlayStore
+from host.sandboxes.overlay import Overlay, OverlayStore
 from host.sandboxes.pool import WarmPool
 from host.sandboxes.readiness import Readiness, diagnose, status_of
 from host.sandboxes.reconcile import Reconciler
@@ -68,6 +69,7 @@ class SandboxManager:
         )
         self.pool = WarmPool(self)
         self.freezer = Freezer(backend, self.readiness)
+        self.activity = Activity(self.agent)
         self.reconciler.pool = self.pool
         self.creating = 0  # live creates in flight (the pool's refill waits for them)
         self._no_creates = anyio.Event()
@@ -251,6 +253,22 @@ class SandboxManager:
         await self._remove(rec, reason)
         return rec
 
+    async def keepalive(self, caller: Caller, sandbox_id: str | None, ttl_s: int | None = None) -> SandboxRecord:
+        """Count the sandbox as used now and let it live `ttl_s` (default: the default TTL) from now, never
+        past its creation + the maximum TTL and never shorter than it already had. Labels cannot change,
+        so the new expiry is kept in its overlay (read back after a restart)."""
+        rec = self.resolve(caller, sandbox_id)
+        now = datetime.now(UTC).replace(microsecond=0)
+        ceiling = self.max_expiry(rec)
+        wanted = now + timedelta(seconds=ttl_seconds(self.settings, ttl_s))
+        rec.expires_at = max(rec.expires_at, min(wanted, ceiling))
+        rec.last_used = datetime.now(UTC)
+        self.overlays.save(rec.id, Overlay.of(rec))
+        return rec
+
+    def max_expiry(self, rec: SandboxRecord) -> datetime:
+        return rec.created_at + timedelta(seconds=self.settings.max_ttl)
+
     # -- pause / resume (host.sandboxes.freezer) --------------------------------------------
     async def pause(self, caller: Caller, sandbox_id: str | None) -> tuple[SandboxRecord, bool]:
         """Freeze the caller's sandbox; (record, False) when it already was paused."""
@@ -288,6 +306,16 @@ class SandboxManager:
                 details={"sandboxId": rec.id, "status": rec.status.value},
             )
         rec.last_used = datetime.now(UTC)
+        with self.activity.call(rec):
+            try:
+                return await self._call(rec, method, params, deadline)
+            finally:
+                rec.last_used = datetime.now(UTC)  # a long call counts as use until it ends
+
+    async def _call(
+        self, rec: SandboxRecord, method: Method[P, R], params: P, deadline: Deadline
+    ) -> tuple[SandboxRecord, R]:
+        assert rec.endpoint is not None
         try:
             try:
                 return rec, await self.agent.call(rec.endpoint, method, params, deadline)
@@ -327,8 +355,16 @@ class SandboxManager:
         await self.reconcile()
 
     async def _on_idle(self, rec: SandboxRecord) -> None:
-        """Idle past the timeout: paused (BOXWRIGHT_IDLE_ACTION=pause) or removed. A paused sandbox is never
-        idle-removed: only its TTL ends it."""
+        """No call for the idle timeout: unless work still runs in it (host.sandboxes.activity), it is
+        paused (BOXWRIGHT_IDLE_ACTION=pause) or removed. A paused sandbox is never idle-removed: only
+        its TTL ends it."""
+        busy = await self.activity.busy(rec)
+        if busy is not None:
+            rec.last_used = datetime.now(UTC)  # counts as used now: idle again only a full timeout later
+            log.info("sandbox %s is idle but busy (%s): kept", rec.id, busy)
+            return
+        if rec.status is not SandboxStatus.RUNNING:
+            return
         if self.settings.idle_action == "pause":
             try:
                 await self.freezer.pause(rec, "idle timeout")

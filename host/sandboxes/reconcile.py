@@ -93,8 +93,9 @@ class Reconciler:
             job=lab.job,
             pooled=lab.pooled,
         )
-        # A pooled sandbox that was claimed: who has it now, and with which token, is in its overlay.
-        overlay = self.overlays.load(rec.id) if self.overlays is not None and lab.pooled else None
+        # A pooled sandbox that was claimed (who has it now, with which token) or one whose TTL was
+        # extended: what changed since its labels were written is in its overlay.
+        overlay = self.overlays.load(rec.id) if self.overlays is not None else None
         if overlay is not None:
             overlay.apply(rec)
         elif lab.pooled:

@@ -1,4 +1,5 @@
-"""Agent-level methods: sandbox.info and sandbox.claim (a warm-pool sandbox taken into service)."""
+"""Agent-level methods: sandbox.info, sandbox.claim (a warm-pool sandbox taken into service) and
+sandbox.activity (the work the idle timeout must not cut short)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,14 @@ class SandboxClaimParams(Params):
 class SandboxClaimResult(Result):
     claimed: bool
     codeRunnerReady: bool = Field(description="The code runner daemon (separate user) is connected")
+
+
+class SandboxActivityParams(Params):
+    pass
+
+
+class SandboxActivityResult(Result):
+    runningProcesses: int | None = Field(
+        description="Background processes still running; null: the code runner is down"
+    )
+    runsInFlight: int = Field(description="Template runs queued or running in this sandbox")

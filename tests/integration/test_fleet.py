@@ -130,3 +130,33 @@ async def test_pause_resume_and_a_sigkilled_server_adopts_the_paused_sandbox(
     finally:
         second.stop()  # graceful: removes it, paused or not
     assert containers(docker_client, ns) == {}
+
+
+async def test_idle_spares_a_sandbox_with_a_background_process_and_the_ttl_removes_both(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    env = env_for(server_env, "idle", tmp_path, BOXWRIGHT_IDLE_TIMEOUT="3", BOXWRIGHT_REAP_INTERVAL="1")
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "idle.log")
+    try:
+        async with http_session(server.url) as s:
+            busy = (await s.ok("sandbox_create", {"ttlSeconds": 25}))["sandboxId"]
+            await s.ok("code_run", {"language": "bash", "code": "sleep 600", "background": True})
+            quiet = (await s.ok("sandbox_create", {"ttlSeconds": 25}))["sandboxId"]
+            for _ in range(60):  # idle timeout 3 s, reaper every second
+                if quiet not in containers(docker_client, ns):
+                    break
+                await anyio.sleep(0.5)
+            assert quiet not in containers(docker_client, ns), "the idle sandbox was not removed"
+            await anyio.sleep(4)  # well past the idle timeout: the busy one stays
+            assert busy in containers(docker_client, ns), server.log()
+            assert "idle but busy (1 background process(es) running)" in server.log()
+            for _ in range(80):  # its TTL (25 s) is the hard limit
+                if busy not in containers(docker_client, ns):
+                    break
+                await anyio.sleep(0.5)
+            assert busy not in containers(docker_client, ns), "the TTL did not remove the busy sandbox"
+    finally:
+        server.stop()
+    assert containers(docker_client, ns) == {}

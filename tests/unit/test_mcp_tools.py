@@ -25,12 +25,23 @@ from rpc.errors import unauthorized
 from tests.integration.mcp_helpers import Session
 
 # task.* are not tools of their own: the host's RunManager drives them behind the template-run tools.
-HOST_ONLY = (methods.SANDBOX_INFO, methods.SANDBOX_CLAIM)  # the host calls them itself; no tool forwards them
+HOST_ONLY = (
+    methods.SANDBOX_INFO,
+    methods.SANDBOX_CLAIM,
+    methods.SANDBOX_ACTIVITY,
+)  # the host calls them itself; no tool forwards them
 FORWARDED = [m for m in methods.ALL if m not in HOST_ONLY and m not in methods.TASKS]
 
 
 LOCAL = CallerResolver("stdio")
-SANDBOX_TOOLS = {"sandbox_create", "sandbox_destroy", "sandbox_list", "sandbox_pause", "sandbox_resume"}
+SANDBOX_TOOLS = {
+    "sandbox_create",
+    "sandbox_destroy",
+    "sandbox_list",
+    "sandbox_pause",
+    "sandbox_resume",
+    "sandbox_keepalive",
+}
 TEMPLATE_TOOLS = {
     "list_task_templates",
     "run_task_template",
@@ -155,7 +166,7 @@ async def test_toolsets_choose_tool_groups(services: Services) -> None:
         "process_output",
         "process_kill",
     }
-    assert len(tool_specs(services)) == 39 and set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates"}
+    assert len(tool_specs(services)) == 40 and set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates"}
     assert {spec.name for spec in tool_specs(services, ["templates"])} - names == TEMPLATE_TOOLS - names
     with pytest.raises(ValueError, match="unknown toolset"):
         tool_specs(services, ["nope"])

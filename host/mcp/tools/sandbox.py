@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from host.mcp.forward import SANDBOX_ID_DOC
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.sandboxes.manager import CREATE_STEPS, SandboxManager
-from host.sandboxes.models import Caller, SandboxRecord, SandboxView
+from host.sandboxes.models import Caller, SandboxRecord, SandboxView, iso
 from rpc.models.network import MAX_ALLOW_HOSTS, NetworkMode, NetworkPolicy
 
 
@@ -76,6 +76,23 @@ class SandboxStateResult(SandboxView):
     changed: bool = Field(description="False when it already was in that state")
 
 
+class SandboxKeepaliveArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sandboxId: str | None = Field(None, min_length=1, max_length=64, description=SANDBOX_ID_DOC)
+    ttlSeconds: int | None = Field(
+        None,
+        ge=10,
+        le=7 * 24 * 3600,
+        description="Live this many seconds from now (default: the server's default TTL); never past the "
+        "server's maximum lifetime, counted from creation, and never shorter than it already had",
+    )
+
+
+class SandboxKeepaliveResult(SandboxView):
+    maxExpiresAt: str = Field(description="The latest a keepalive can push expiresAt to (creation + maximum TTL)")
+
+
 class SandboxListArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -121,6 +138,12 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
     async def resume(inv: Invocation[SandboxResumeArgs]) -> ToolOutput:
         rec, changed = await manager.resume(inv.caller, inv.args.sandboxId, inv.deadline)
         return state_result("sandbox_resume", rec, changed, inv.caller)
+
+    async def keepalive(inv: Invocation[SandboxKeepaliveArgs]) -> ToolOutput:
+        rec = await manager.keepalive(inv.caller, inv.args.sandboxId, inv.args.ttlSeconds)
+        view = rec.view(is_default=manager.default_id(inv.caller) == rec.id).model_dump()
+        result = SandboxKeepaliveResult(**view, maxExpiresAt=iso(manager.max_expiry(rec)))
+        return ToolOutput(result, f"sandbox_keepalive ok: {rec.id} expires {result.expiresAt}", sandbox_id=rec.id)
 
     async def list_(inv: Invocation[SandboxListArgs]) -> ToolOutput:
         default = manager.default_id(inv.caller)
@@ -181,6 +204,19 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
             output=SandboxStateResult,
             handler=resume,
             budget_s=lambda _: 30,
+            annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True),
+        ),
+        ToolSpec(
+            name="sandbox_keepalive",
+            title="Keep a sandbox alive",
+            description=(
+                "Mark a sandbox as in use (resets its idle timer) and extend its TTL to ttlSeconds from now, up to "
+                "the server's maximum lifetime. Use it when a long job should outlive the sandbox's current TTL."
+            ),
+            input=SandboxKeepaliveArgs,
+            output=SandboxKeepaliveResult,
+            handler=keepalive,
+            budget_s=lambda _: 10,
             annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True),
         ),
         ToolSpec(
