@@ -37,6 +37,14 @@ class Settings(EnvSettings):
     )
     max_sandboxes: int = Field(20, ge=1, description="Sandboxes of this server, all owners together")
     max_sandboxes_per_owner: int = Field(5, ge=1, description="Sandboxes of one owner")
+    max_memory_per_owner: str | None = Field(
+        None,
+        pattern=r"^\s*[0-9]+(\.[0-9]+)?\s*[bkmgtBKMGT]?\s*$",
+        description="Memory limits of one owner's sandboxes together, e.g. `8g` (default: no total)",
+    )
+    max_cpus_per_owner: float | None = Field(
+        None, gt=0, description="CPU limits of one owner's sandboxes together (default: no total)"
+    )
     default_ttl: int = Field(3600, ge=10, description="Seconds a sandbox lives when sandbox_create names no TTL")
     max_ttl: int = Field(24 * 3600, ge=10, description="Seconds a sandbox may live at most")
     idle_timeout: int = Field(0, ge=0, description="Destroy (or pause) sandboxes unused this many seconds (0: never)")

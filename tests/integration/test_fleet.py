@@ -160,3 +160,30 @@ async def test_idle_spares_a_sandbox_with_a_background_process_and_the_ttl_remov
     finally:
         server.stop()
     assert containers(docker_client, ns) == {}
+
+
+async def test_an_owner_over_the_memory_total_gets_a_quota_error_and_nothing_half_created(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    env = env_for(server_env, "quota", tmp_path, BOXWRIGHT_MEM_LIMIT="512m", BOXWRIGHT_MAX_MEMORY_PER_OWNER="1g")
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "quota.log")
+    try:
+        async with http_session(server.url) as s:
+            made = {(await s.ok("sandbox_create"))["sandboxId"] for _ in range(2)}
+            over = await s.error("sandbox_create", {"name": "third"})
+            assert over.code == "QUOTA_EXCEEDED", over.text
+            assert over.data["details"] == {
+                "resource": "memory",
+                "limitBytes": 1024**3,
+                "usedBytes": 1024**3,
+                "requestedBytes": 512 * 1024**2,
+            }
+            assert set(containers(docker_client, ns)) == made
+            volumes = docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"})
+            assert {v.attrs["Labels"][labels.SANDBOX] for v in volumes} == made
+            assert {x["sandboxId"] for x in (await s.ok("sandbox_list"))["sandboxes"]} == made
+    finally:
+        server.stop()
+    assert containers(docker_client, ns) == {}
