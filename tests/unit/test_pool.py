@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from host.agent_client import AgentEndpoint
+from host.cli import main
 from host.config import Settings
 from host.sandboxes.jobs import JobSandboxes
 from host.sandboxes.manager import SandboxManager
@@ -214,3 +215,21 @@ async def test_a_restarted_server_adopts_pooled_and_claimed_sandboxes(
         await second.close()
     assert fake.list_sandboxes("unit") == []  # a graceful stop drains the pool and removes the rest
     assert second.overlays.ids() == set()
+
+
+async def test_ls_shows_pooled_sandboxes_apart_and_claimed_ones_with_their_owner(
+    pooled_manager: SandboxManager,
+    pool_settings: Settings,
+    fake: FakeBackend,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("BOXWRIGHT_STATE_DIR", str(pool_settings.state_dir))
+    monkeypatch.setenv("BOXWRIGHT_NAMESPACE", pool_settings.namespace)
+    claimed = await pooled_manager.create(ALICE, name="mine")
+    [waiting] = pooled_manager.pool.ready()
+    assert main(["ls"], make_backend=lambda _: fake) == 0
+    lines = capsys.readouterr().out.splitlines()
+    split = lines.index("warm pool (ready, never used): 1")
+    assert [line.split()[:3] for line in lines[1:split] if line] == [[claimed.id, "alice", "mine"]]
+    assert [line.split()[:3] for line in lines[split + 2 :]] == [[waiting.id, "-", "-"]]
