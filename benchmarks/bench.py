@@ -941,6 +941,44 @@ async def bench_pool_create(h: Harness, n: int) -> list[Series]:
     return [agent, runner, cold, cold_srv, pool, pool_srv]
 
 
+@benchmark("pool_browser", "First browser call: pooled sandbox with Chromium prelaunched vs cold", default_n=5)
+async def bench_pool_browser(h: Harness, n: int) -> list[Series]:
+    """browser_goto about:blank as the first call of a sandbox: one from a pool with BOXWRIGHT_POOL_BROWSER
+    (Chromium launched while it waited) vs one from the harness's server (launched on this call), and
+    the second call of the cold one (the floor)."""
+    h.require_tools("browser_goto")
+    b = "pool_browser"
+    pre, cold, second = Series.group(
+        b,
+        "ms",
+        "first browser_goto, pooled + prelaunched",
+        "first browser_goto, cold sandbox (launches Chromium)",
+        "second browser_goto (warm)",
+    )
+    log = h.workdir / "pool-browser-server.log"
+    warm = await h.call("sandbox_create", {})  # makes the namespace network first (see pool_create)
+    env = {"BOXWRIGHT_POOL_SIZE": "1", "BOXWRIGHT_POOL_BROWSER": "true"}
+    async with extra_server(h, "pool-browser-server", h.server_command(), **env) as pooled:
+        await h.call("sandbox_destroy", {"sandboxId": warm["sandboxId"]})
+        for i in range(n):
+            await _until(lambda: log.read_text(errors="replace").count("ready (1 of 1)") > i, "the pool")  # noqa: B023
+            await anyio.sleep(SETTLE_S)  # Chromium's launch is in the background: let it finish
+            _, p_data = await client_call(pooled, "sandbox_create", {})
+            p_ms, _ = await client_call(
+                pooled, "browser_goto", {"sandboxId": p_data["sandboxId"], "url": "about:blank"}
+            )
+            await client_call(pooled, "sandbox_destroy", {"sandboxId": p_data["sandboxId"]})
+            c_data = await h.call("sandbox_create", {})
+            c_ms, _ = await h.timed_call("browser_goto", {"sandboxId": c_data["sandboxId"], "url": "about:blank"})
+            s_ms, _ = await h.timed_call("browser_goto", {"sandboxId": c_data["sandboxId"], "url": "about:blank"})
+            await h.call("sandbox_destroy", {"sandboxId": c_data["sandboxId"]})
+            pre.add(p_ms)
+            cold.add(c_ms)
+            second.add(s_ms)
+            progress(f"{b} {i + 1}/{n}: pooled+prelaunched {p_ms:.0f} ms, cold {c_ms:.0f} ms, second {s_ms:.0f} ms")
+    return [pre, cold, second]
+
+
 @benchmark("fast_path", "file_read 1 KiB via MCP vs the MCP SDK's no-op tool vs docker exec cat", default_n=50)
 async def bench_fast_path(h: Harness, n: int) -> list[Series]:
     """The same 1 KiB file through file_read (MCP stdio), the official SDK's round trip for a tool that

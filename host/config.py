@@ -65,6 +65,11 @@ class Settings(EnvSettings):
         description="Sandboxes kept started and ready for sandbox_create and template runs, of the default "
         "network mode (0: no pool); on top of BOXWRIGHT_MAX_SANDBOXES",
     )
+    pool_browser: bool = Field(
+        False,
+        description="Pooled sandboxes launch Chromium ahead (about 165 MB more each), so a claimed one's first "
+        "browser call skips the launch",
+    )
     pool_concurrency: int = Field(
         1, ge=1, le=8, description="Pooled sandboxes started at once while the pool refills (live creates go first)"
     )

@@ -10,10 +10,13 @@ from rpc.settings import EnvSettings
 AGENT_PORT = 8080
 
 
-def agent_env(token: str, *, pooled: bool = False) -> dict[str, str]:
+def agent_env(token: str, *, pooled: bool = False, browser_prelaunch: bool = False) -> dict[str, str]:
     """The container environment for an agent whose bearer token is `token` (read by SandboxSettings);
-    a `pooled` one (the warm pool's) accepts one claim that replaces the token."""
+    a `pooled` one (the warm pool's) accepts one claim that replaces the token; `browser_prelaunch`
+    launches Chromium at start."""
     env = {EnvSettings.env_name("token_sha256"): token_sha256(token)}
     if pooled:
         env[EnvSettings.env_name("pooled")] = "true"
+    if browser_prelaunch:
+        env[EnvSettings.env_name("browser_prelaunch")] = "true"
     return env

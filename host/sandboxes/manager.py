@@ -216,7 +216,8 @@ class SandboxManager:
                 await report(1, "checking the sandbox image (built on first use)")
                 rec.image = await self._image_provider()
             await report(2, "starting the container")
-            env = agent_env(rec.token, pooled=rec.pooled)
+            prelaunch = rec.pooled and s.pool_browser
+            env = agent_env(rec.token, pooled=rec.pooled, browser_prelaunch=prelaunch)
             spec = StartSpec(sandbox_id=rec.id, image=rec.image, labels=labels.encode(rec, s.namespace), env=env)
             rec.attach(await anyio.to_thread.run_sync(self.backend.start, spec))
             await report(3, "applying the network policy; waiting for the agent and the code runner")

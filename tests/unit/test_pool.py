@@ -233,3 +233,18 @@ async def test_ls_shows_pooled_sandboxes_apart_and_claimed_ones_with_their_owner
     split = lines.index("warm pool (ready, never used): 1")
     assert [line.split()[:3] for line in lines[1:split] if line] == [[claimed.id, "alice", "mine"]]
     assert [line.split()[:3] for line in lines[split + 2 :]] == [[waiting.id, "-", "-"]]
+
+
+async def test_pool_browser_prelaunches_chromium_in_pooled_sandboxes_only(
+    host_settings: Settings, fake: FakeBackend
+) -> None:
+    mgr = SandboxManager(host_settings.replace(pool_size=1, pool_browser=True), fake)
+    await mgr.start()
+    try:
+        await mgr.pool._refill()
+        pooled = await mgr.create(ALICE)
+        cold = await mgr.create(ALICE)
+        assert pooled.pooled and fake.container(pooled.id).settings.browser_prelaunch
+        assert not cold.pooled and not fake.container(cold.id).settings.browser_prelaunch
+    finally:
+        await mgr.close()
