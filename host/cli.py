@@ -86,19 +86,19 @@ def cmd_ls(args: argparse.Namespace, settings: Settings) -> int:
         managed = "no (orphan)" if locks.try_acquire(info.sandbox_id) else "yes"
         locks.release(info.sandbox_id, forget=False)
         lab = labels.decode(info.labels)
-        # A claimed pooled sandbox's owner, name and TTL are in its overlay (labels cannot change).
-        claim = overlays.load(info.sandbox_id) if lab.pooled else None
+        # What changed since the labels were written (a pooled sandbox's claim, a longer TTL) is in its overlay.
+        over = overlays.load(info.sandbox_id)
         row = (
             info.sandbox_id,
-            claim.owner if claim else ("-" if lab.pooled else lab.owner or "?"),
-            (claim.name if claim else lab.name) or "-",
+            over.owner if over else ("-" if lab.pooled else lab.owner or "?"),
+            (over.name if over else lab.name) or "-",
             info.status,
             lab.network or "?",
             managed,
-            _ts(claim.createdAt if claim else lab.created_at),
-            _ts(claim.expiresAt if claim else lab.expires_at),
+            _ts(over.createdAt if over else lab.created_at),
+            _ts(over.expiresAt if over else lab.expires_at),
         )
-        (pooled if lab.pooled and claim is None else rows).append(row)
+        (pooled if lab.pooled and over is None else rows).append(row)
     _print_table(rows)
     if len(pooled) > 1:
         print(f"\nwarm pool (ready, never used): {len(pooled) - 1}")

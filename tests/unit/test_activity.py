@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import anyio
 import pytest
 
+from host.cli import main
 from host.config import Settings
 from host.sandboxes.manager import SandboxManager
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
@@ -102,8 +103,13 @@ async def test_idle_pauses_instead_when_configured(host_settings: Settings, fake
 
 
 async def test_keepalive_extends_up_to_the_maximum_and_survives_a_restart(
-    host_settings: Settings, fake: FakeBackend
+    host_settings: Settings,
+    fake: FakeBackend,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    monkeypatch.setenv("BOXWRIGHT_STATE_DIR", str(host_settings.state_dir))
+    monkeypatch.setenv("BOXWRIGHT_NAMESPACE", host_settings.namespace)
     settings = host_settings.replace(max_ttl=3600, keep_on_exit=True)
     first = SandboxManager(settings, fake)
     await first.start()
@@ -116,6 +122,8 @@ async def test_keepalive_extends_up_to_the_maximum_and_survives_a_restart(
     assert capped.expires_at == rec.created_at + timedelta(seconds=3600)
     shorter = await first.keepalive(ALICE, None, 10)
     assert shorter.expires_at == capped.expires_at  # never shortens
+    assert main(["ls"], make_backend=lambda _: fake) == 0  # ls shows the extended expiry
+    assert capped.expires_at.strftime("%Y-%m-%d %H:%M:%SZ") in capsys.readouterr().out
     await first.close()
     second = SandboxManager(settings.replace(keep_on_exit=False), fake)
     await second.start()
