@@ -102,14 +102,14 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def http_caller(services: Services, tokens: TokenStore) -> CallerResolver:
-    """HTTP callers: owners named by their tokens, at the server's HTTP trust level (remote by default)."""
-    trust = services.settings.http_trust_level
-    return CallerResolver("http", tokens=tokens if len(tokens) else None, http_trust=trust)
+def http_caller(services: Services) -> CallerResolver:
+    """HTTP callers: the owner the authentication middleware verified for the request, at the server's HTTP
+    trust level (remote by default)."""
+    return CallerResolver("http", http_trust=services.settings.http_trust_level)
 
 
 def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) -> tuple[Starlette, MCPServer]:
-    server = build_server(services, http_caller(services, tokens))
+    server = build_server(services, http_caller(services))
     security = None
     if not _is_loopback(host):
         allowed = [f"{host}:{port}", host]
@@ -129,8 +129,8 @@ def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) ->
 
     app.add_route("/healthz", healthz, methods=["GET"])
     app.add_middleware(RequestSizeLimit)
-    if len(tokens):
-        app.add_middleware(BearerAuthMiddleware, tokens=tokens)
+    # Always: it is the one place a request's identity comes from (owner `local` without tokens).
+    app.add_middleware(BearerAuthMiddleware, tokens=tokens if len(tokens) else None)
     return app, server
 
 

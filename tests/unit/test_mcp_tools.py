@@ -181,7 +181,6 @@ async def test_no_tokens_no_serving_beyond_loopback(host_settings, fake: FakeBac
 
 
 def test_http_callers_are_remote_unless_configured(host_settings, fake: FakeBackend) -> None:
-    tokens = TokenStore({})
-    assert http_caller(Services(host_settings, backend=fake), tokens).http_trust == "remote"
+    assert http_caller(Services(host_settings, backend=fake)).http_trust == "remote"
     local = host_settings.replace(http_trust_level="local")
-    assert http_caller(Services(local, backend=fake), tokens).http_trust == "local"
+    assert http_caller(Services(local, backend=fake)).http_trust == "local"
