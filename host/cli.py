@@ -36,7 +36,12 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from host.mcp.server import TOOLSETS, serve_http, serve_stdio
     from host.services import Services
 
-    settings = settings.replace(keep_on_exit=True if args.keep_sandboxes else None, toolsets=args.toolsets)
+    settings = settings.replace(
+        keep_on_exit=True if args.keep_sandboxes else None,
+        toolsets=args.toolsets,
+        allowed_hosts=args.allowed_host,
+        allowed_origins=args.allowed_origin,
+    )
     unknown = set(settings.toolsets or ()) - set(TOOLSETS)
     if unknown:
         print(f"unknown toolset(s) {sorted(unknown)}; choose from {sorted(TOOLSETS)}", file=sys.stderr)
@@ -191,6 +196,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--toolsets", default=None, help="comma-separated: sandbox,code,files,browser,templates (default: all)"
     )
     s.add_argument("--keep-sandboxes", action="store_true", help="leave sandboxes running when the server stops")
+    s.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="HOST[:PORT]",
+        help="a Host header to accept (repeatable; replaces the default list derived from --host)",
+    )
+    s.add_argument(
+        "--allowed-origin", action="append", metavar="ORIGIN", help="an Origin header to accept (repeatable)"
+    )
     s.set_defaults(func=cmd_serve)
 
     img = sub.add_parser("image", help="the sandbox image").add_subparsers(dest="image_command", required=True)

@@ -60,6 +60,15 @@ class Settings(EnvSettings):
     run_retention: int = Field(
         24 * 3600, ge=1, description="Seconds a finished template run's result and artifacts are kept after it ends"
     )
+    # The HTTP server.
+    allowed_hosts: Annotated[list[str] | None, NoDecode] = Field(
+        None,
+        description="Host headers the HTTP server accepts, comma-separated (`name`, `name:port`, `name:*`); "
+        "default: the loopback names on a loopback address, else this machine's names and addresses",
+    )
+    allowed_origins: Annotated[list[str] | None, NoDecode] = Field(
+        None, description="Origin headers the HTTP server accepts (default: http:// and https:// of each allowed host)"
+    )
     # Limits of each sandbox container.
     mem_limit: str = Field("2g", description="Memory (and memory + swap) of a sandbox")
     cpus: float = Field(2.0, gt=0, description="CPUs of a sandbox")
@@ -87,7 +96,7 @@ class Settings(EnvSettings):
 
     keep_empty: ClassVar[frozenset[str]] = frozenset({"debian_security_mirror", "build_ca_bundle"})
 
-    @field_validator("toolsets", mode="before")
+    @field_validator("toolsets", "allowed_hosts", "allowed_origins", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):

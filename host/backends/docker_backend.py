@@ -7,18 +7,15 @@ sit on a namespace network with inter-container traffic disabled, so one sandbox
 from __future__ import annotations
 
 import contextlib
-import ipaddress
-import itertools
 import logging
 import threading
-from pathlib import Path
 from typing import Any
 
 import docker
 import docker.errors
 from docker.models.containers import Container
 
-from host import labels
+from host import labels, netinfo
 from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
 from host.backends.hardening import AGENT_PORT_SPEC, CODE_RUNNER_CMD, Limits, hardened
 from host.config import Settings
@@ -43,26 +40,6 @@ def docker_client() -> docker.DockerClient:
             details={"cause": str(exc).splitlines()[0][:300]},
         ) from exc
     return client
-
-
-def local_host_addresses() -> list[str]:
-    """This machine's own unicast addresses (not loopback), from the kernel's tables.
-
-    Meaningful when the Docker engine runs here: a sandbox could reach services of the host through
-    any of them (the bridge gateway, the LAN or public interface), so `public` mode blocks them.
-    """
-    found: set[str] = set()
-    with contextlib.suppress(OSError):
-        lines = Path("/proc/net/fib_trie").read_text().splitlines()
-        for prev, line in itertools.pairwise(lines):
-            if line.strip() == "/32 host LOCAL" and "|--" in prev:
-                found.add(prev.split("|--")[1].strip())
-    with contextlib.suppress(OSError):
-        for row in Path("/proc/net/if_inet6").read_text().splitlines():
-            raw = row.split()[0]
-            found.add(str(ipaddress.IPv6Address(int(raw, 16))))
-    addrs = (ipaddress.ip_address(a) for a in found)
-    return sorted(str(a) for a in addrs if not (a.is_loopback or a.is_link_local or a.is_multicast))
 
 
 def _start_failed(what: str, exc: BaseException) -> BoxwrightError:
@@ -175,7 +152,12 @@ class DockerBackend(SandboxBackend):
 
     def host_addresses(self) -> list[str]:
         """The engine host's own addresses, when the engine is on this machine (a local socket)."""
-        return local_host_addresses() if self.client.api.base_url.startswith("http+docker://") else []
+        return netinfo.local_addresses() if self.engine_is_local else []
+
+    @property
+    def engine_is_local(self) -> bool:
+        """The engine is reached through a local socket, so this machine is the engine's host."""
+        return str(self.client.api.base_url).startswith("http+docker://")
 
     def apply_network_policy(self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy) -> str:
         """Load the policy's packet filter into the sandbox's network namespace; returns netguard's report.

@@ -66,13 +66,16 @@ def free_port() -> int:
 
 
 class HttpServer:
-    def __init__(self, env: dict[str, str], log_path: Path, extra: list[str] | None = None) -> None:
+    def __init__(
+        self, env: dict[str, str], log_path: Path, extra: list[str] | None = None, *, host: str = "127.0.0.1"
+    ) -> None:
+        self.host = host
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.url = f"http://{host}:{self.port}/mcp"
         self.log_path = log_path
         self._log = log_path.open("wb")
         self.proc = subprocess.Popen(
-            [BOXWRIGHT, "serve", "--http", "--port", str(self.port), *(extra or [])],
+            [BOXWRIGHT, "serve", "--http", "--host", host, "--port", str(self.port), *(extra or [])],
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -80,7 +83,7 @@ class HttpServer:
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1).status_code == 200:
+                if httpx.get(f"http://{host}:{self.port}/healthz", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,41 @@ def test_duplicated_or_malformed_credentials_are_refused(http_server: HttpServer
 def test_exactly_one_valid_bearer_header_is_accepted(http_server: HttpServer, tokens: dict) -> None:
     """The positive control of the test above: the same request with one good header gets through."""
     assert post("127.0.0.1", http_server.port, [("Authorization", f"Bearer {tokens['alice']}")]) == 200
+
+
+@pytest.fixture
+def anonymous_env(server_env: dict, tmp_path: Path) -> dict:
+    """A server of its own namespace without tokens (loopback only)."""
+    env = dict(server_env)
+    env.update(
+        BOXWRIGHT_NAMESPACE=f"{server_env['BOXWRIGHT_NAMESPACE']}-hosts",
+        BOXWRIGHT_STATE_DIR=str(tmp_path / "state"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
+    return env
+
+
+def test_dns_rebinding_protection_on_any_loopback_address(anonymous_env: dict, tmp_path: Path) -> None:
+    """Bound to 127.0.0.2 the server checks Host and Origin like on 127.0.0.1 (the SDK alone does not)."""
+    server = HttpServer(anonymous_env, tmp_path / "server.log", host="127.0.0.2")
+    try:
+        assert post(server.host, server.port, []) == 200
+        assert post(server.host, server.port, [], host_header=f"localhost:{server.port}") == 200
+        assert post(server.host, server.port, [], host_header=f"rebound.example:{server.port}") == 421
+        assert post(server.host, server.port, [("Origin", "http://rebound.example")]) == 403
+        assert "accepting Host headers: 127.0.0.1:" in server.log()
+    finally:
+        server.stop()
+
+
+def test_allowed_hosts_are_configurable(anonymous_env: dict, tmp_path: Path) -> None:
+    """--allowed-host replaces the default list (e.g. behind a reverse proxy with its own name)."""
+    server = HttpServer(anonymous_env, tmp_path / "server.log", ["--allowed-host", "mcp.example.org"], host="127.0.0.2")
+    try:
+        assert post(server.host, server.port, [], host_header="mcp.example.org") == 200
+        assert post(server.host, server.port, []) == 421
+    finally:
+        server.stop()
+    with pytest.raises(RuntimeError) as refused:
+        HttpServer(anonymous_env, tmp_path / "bad.log", ["--allowed-host", "http://mcp.example.org/"])
+    assert "allowed host 'http://mcp.example.org/' is not a host name" in str(refused.value)
