@@ -32,7 +32,7 @@ class Settings(EnvSettings):
     )
     state_dir: Path = Field(
         default_factory=_state_home,
-        description="Ownership locks of live sandboxes, template runs and their artifacts "
+        description="The server's identity, ownership locks, template runs and their artifacts "
         "(default `$XDG_STATE_HOME/boxwright`)",
     )
     max_sandboxes: int = Field(20, ge=1, description="Sandboxes of this server, all owners together")
@@ -43,6 +43,11 @@ class Settings(EnvSettings):
     startup_timeout: float = Field(60.0, gt=0, description="Seconds from create to agent and code runner ready")
     reap_interval: float = Field(
         15.0, gt=0, description="Seconds between checks of TTLs and dead containers, and sweeps of expired runs"
+    )
+    foreign_grace: int = Field(
+        600,
+        ge=0,
+        description="Seconds past its expiry after which a stopped sandbox of another server is removed by this one",
     )
     network: Literal["public", "none"] = Field(
         "public", description="Network mode of a sandbox created without one (`allowlist` needs hosts)"

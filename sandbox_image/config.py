@@ -28,6 +28,14 @@ class SandboxSettings(EnvSettings):
     host: str = Field("0.0.0.0", description="Address the agent listens on inside the container")
     port: int = Field(AGENT_PORT, gt=0, lt=65536, description="Port the agent listens on")
     workspace: str = Field("/workspace", description="The workspace every file path is confined to")
+    expires_at: int | None = Field(
+        None,
+        ge=0,
+        description="Epoch second the sandbox expires (set by the server); the agent ends it after a grace",
+    )
+    expiry_grace: float = Field(
+        60.0, ge=0, description="Seconds past its expiry before the agent exits, stopping the sandbox"
+    )
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0, description="Largest request body (agent and runner)")
     log_level: str = Field("INFO", description="Log level of the agent and the runner")
     # The code runner daemon.

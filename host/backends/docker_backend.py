@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import docker
@@ -40,6 +42,16 @@ def docker_client() -> docker.DockerClient:
             details={"cause": str(exc).splitlines()[0][:300]},
         ) from exc
     return client
+
+
+def _docker_time(value: str | None) -> datetime | None:
+    """A time as the engine writes it (RFC 3339 with nanoseconds); None for its zero time or junk."""
+    if not value or value.startswith("0001-"):
+        return None
+    try:
+        return datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _start_failed(what: str, exc: BaseException) -> BoxwrightError:
@@ -159,7 +171,9 @@ class DockerBackend(SandboxBackend):
         """The engine is reached through a local socket, so this machine is the engine's host."""
         return str(self.client.api.base_url).startswith("http+docker://")
 
-    def apply_network_policy(self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy) -> str:
+    def apply_network_policy(
+        self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str
+    ) -> str:
         """Load the policy's packet filter into the sandbox's network namespace; returns netguard's report.
 
         A throw-away container joins the sandbox's namespace with NET_ADMIN (and nothing else), runs
@@ -180,7 +194,7 @@ class DockerBackend(SandboxBackend):
                 security_opt=["no-new-privileges:true"],
                 read_only=True,
                 tmpfs={"/run": "rw,size=1m", "/tmp": "rw,size=1m"},
-                labels={labels.NAMESPACE: self.settings.namespace, labels.ROLE: "netguard"},
+                labels={labels.NAMESPACE: self.settings.namespace, labels.ROLE: "netguard", labels.SERVER: server_id},
                 mem_limit="128m",
                 pids_limit=32,
             )
@@ -204,8 +218,9 @@ class DockerBackend(SandboxBackend):
             )
         return out
 
-    def remove_leftover_guards(self) -> None:
-        """Finished guards of a server killed while one ran (running ones may be another server's)."""
+    def remove_leftover_guards(self, server_id: str, grace_s: float) -> None:
+        """Finished guards of a server killed while one ran: ours, and others' finished `grace_s` ago
+        (a live server may be reading its guard's report right now; running guards are never touched)."""
         found = self.client.containers.list(
             all=True,
             filters={
@@ -213,8 +228,11 @@ class DockerBackend(SandboxBackend):
                 "status": ["exited", "dead"],
             },
         )
+        now = datetime.now(UTC)
         for c in found:
-            self._remove_container(c.id or "")
+            finished = _docker_time(c.attrs.get("State", {}).get("FinishedAt"))
+            if c.labels.get(labels.SERVER) == server_id or (finished and now - finished > timedelta(seconds=grace_s)):
+                self._remove_container(c.id or "")
 
     def inspect(self, container_id: str) -> ContainerInfo | None:
         try:
@@ -255,10 +273,10 @@ class DockerBackend(SandboxBackend):
         )
         return [self._info(c) for c in found]
 
-    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, str]]:
+    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, dict[str, str]]]:
         vols = self.client.volumes.list(filters={"label": [labels.SANDBOX, f"{labels.NAMESPACE}={namespace}"]})
-        owners = {v.name: (v.attrs.get("Labels") or {}).get(labels.SANDBOX, "") for v in vols}
-        return [(name, sid) for name, sid in owners.items() if sid not in live_ids]
+        found = [(v.name or "", dict(v.attrs.get("Labels") or {})) for v in vols]
+        return [(name, lab) for name, lab in found if lab.get(labels.SANDBOX, "") not in live_ids]
 
     def logs_tail(self, container_id: str, lines: int = 40) -> str:
         try:

@@ -23,6 +23,7 @@ from host import labels
 from host.agent_client import AgentClient
 from host.backends.base import SandboxBackend, StartSpec
 from host.config import Settings
+from host.identity import ServerIdentity, load_or_create
 from host.sandboxes.limits import check_capacity, ttl_seconds
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
@@ -52,14 +53,18 @@ class SandboxManager:
         *,
         image_provider: ImageProvider | None = None,
         agent: AgentClient | None = None,
+        identity: ServerIdentity | None = None,
     ) -> None:
         self.settings = settings
+        self.identity = identity or load_or_create(settings.state_dir)
         self.backend = backend
         self.agent = agent or AgentClient()
         self._image_provider = image_provider
         self.registry = SandboxRegistry(OwnershipLocks(settings.state_dir, settings.namespace))
         self.readiness = Readiness(backend, self.agent)
-        self.reconciler = Reconciler(settings, backend, self.registry, self.readiness, self._remove_orphan)
+        self.reconciler = Reconciler(
+            settings, self.identity, backend, self.registry, self.readiness, self._remove_orphan
+        )
 
     # -- lifecycle of the manager ------------------------------------------------------------
     async def start(self) -> None:
@@ -121,7 +126,7 @@ class SandboxManager:
             image=s.image,
             created_at=now,
             expires_at=now + timedelta(seconds=ttl),
-            token=secrets.token_urlsafe(32),
+            token=self.identity.sandbox_token(s.namespace, sid),
             network=network.mode,
             allow_hosts=list(network.allowHosts),
             job=job,
@@ -137,7 +142,10 @@ class SandboxManager:
             deadline = deadline or Deadline.after(s.startup_timeout)
             await step(2, "starting the container")
             spec = StartSpec(
-                sandbox_id=sid, image=rec.image, labels=labels.encode(rec, s.namespace), env=agent_env(rec.token)
+                sandbox_id=sid,
+                image=rec.image,
+                labels=labels.encode(rec, s.namespace, self.identity),
+                env=agent_env(rec.token, expires_at=int(rec.expires_at.timestamp())),
             )
             rec.attach(await anyio.to_thread.run_sync(self.backend.start, spec))
             await step(3, "applying the network policy; waiting for the agent and the code runner")
@@ -145,7 +153,7 @@ class SandboxManager:
             # in parallel instead of one after the other, while the network guard loads the policy.
             # Nothing untrusted runs before all three are done: the caller gets the id only then.
             async with anyio.create_task_group() as tg:
-                tg.start_soon(apply_network_policy, self.backend, rec)
+                tg.start_soon(apply_network_policy, self.backend, rec, self.identity.server_id)
                 await self.readiness.start_runner(rec, deadline)
             await step(4, "ready")
         except BaseException as exc:

@@ -32,9 +32,11 @@ def policy_of(rec: SandboxRecord, host_addresses: list[str]) -> NetworkPolicy:
         ) from exc
 
 
-async def apply_network_policy(backend: SandboxBackend, rec: SandboxRecord) -> None:
+async def apply_network_policy(backend: SandboxBackend, rec: SandboxRecord, server_id: str) -> None:
     assert rec.container_id is not None
     public = rec.network == "public"
     policy = policy_of(rec, await anyio.to_thread.run_sync(backend.host_addresses) if public else [])
-    report = await anyio.to_thread.run_sync(backend.apply_network_policy, rec.id, rec.container_id, rec.image, policy)
+    report = await anyio.to_thread.run_sync(
+        backend.apply_network_policy, rec.id, rec.container_id, rec.image, policy, server_id
+    )
     log.info("sandbox %s network %s: %s", rec.id, policy.mode, report[:300])

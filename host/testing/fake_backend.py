@@ -38,6 +38,7 @@ from sandbox_image.code.daemon import start_runner
 from sandbox_image.config import SandboxSettings
 
 T = TypeVar("T")
+IMAGE_LABELS = {"org.opencontainers.image.title": "boxwright-sandbox", labels.PREFIX + "source-hash": "sha256:0"}
 CALL_TIMEOUT_S = 60.0
 
 
@@ -145,7 +146,7 @@ class FakeBackend(SandboxBackend):
         container = FakeContainer(
             container_id="fake_" + secrets.token_hex(6),
             sandbox_id=spec.sandbox_id,
-            labels=dict(spec.labels),
+            labels={**IMAGE_LABELS, **spec.labels},  # the engine adds the image's labels to the container's
             settings=settings,
             volume=f"boxwright-{spec.sandbox_id}-workspace",
         )
@@ -164,11 +165,13 @@ class FakeBackend(SandboxBackend):
     def host_addresses(self) -> list[str]:
         return []
 
-    def apply_network_policy(self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy) -> str:
+    def apply_network_policy(
+        self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str
+    ) -> str:
         self.policies[sandbox_id] = policy
         return f'{{"mode": "{policy.mode}", "enforced": false}}'
 
-    def remove_leftover_guards(self) -> None:
+    def remove_leftover_guards(self, server_id: str, grace_s: float) -> None:
         return None
 
     def inspect(self, container_id: str) -> ContainerInfo | None:
@@ -188,14 +191,10 @@ class FakeBackend(SandboxBackend):
     def list_sandboxes(self, namespace: str) -> list[ContainerInfo]:
         return [c.info() for c in self._containers.values() if c.labels.get(labels.NAMESPACE) == namespace]
 
-    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, str]]:
+    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, dict[str, str]]]:
         with self._lock:
-            ours = {
-                n: lab.get(labels.SANDBOX, "")
-                for n, lab in self.volumes.items()
-                if lab.get(labels.NAMESPACE) == namespace
-            }
-        return [(name, sid) for name, sid in ours.items() if sid not in live_ids]
+            found = [(n, dict(lab)) for n, lab in self.volumes.items() if lab.get(labels.NAMESPACE) == namespace]
+        return [(name, lab) for name, lab in found if lab.get(labels.SANDBOX, "") not in live_ids]
 
     def remove_volume(self, name: str) -> None:
         with self._lock:

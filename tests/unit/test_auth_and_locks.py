@@ -12,6 +12,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
+from host import identity
 from host.mcp.auth import OWNER_SCOPE_KEY, BearerAuthMiddleware, TokenStore, verified_owner
 from host.sandboxes.locks import OwnershipLocks
 from rpc.auth import bearer_token, token_sha256
@@ -97,3 +98,23 @@ def test_owner_comes_only_from_the_verified_credentials() -> None:
             verified_owner(store, headers)
         assert info.value.code is ErrorCode.UNAUTHORIZED
     assert bearer_token("Bearer a, Bearer b") is None and bearer_token("Bearer  a ") == "a"
+
+
+def test_server_identity_is_made_once_private_and_refused_when_readable(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    first = identity.load_or_create(state)
+    assert identity.load_or_create(state) == first and identity.find(state) == first
+    path = state / identity.FILE_NAME
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert first.secret.hex() not in repr(first)
+    other = identity.load_or_create(tmp_path / "other")
+    assert other.server_id != first.server_id
+    # Tokens are derived: the same for the same sandbox, different per sandbox, namespace and server.
+    token = first.sandbox_token("ns", "sbx_1")
+    assert token == first.sandbox_token("ns", "sbx_1") and len(token) >= 43
+    assert len({token, first.sandbox_token("ns", "sbx_2"), first.sandbox_token("ns2", "sbx_1")}) == 3
+    assert other.sandbox_token("ns", "sbx_1") != token and first.runner_secret("ns", "sbx_1") != token
+    path.chmod(0o640)
+    with pytest.raises(identity.IdentityError, match="chmod 600"):
+        identity.load_or_create(state)
+    assert identity.find(tmp_path / "none") is None
