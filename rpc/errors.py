@@ -47,7 +47,8 @@ class ErrorCode(StrEnum):
     # Code and processes.
     PROCESS_NOT_FOUND = "PROCESS_NOT_FOUND"
     PROCESS_LIMIT_REACHED = "PROCESS_LIMIT_REACHED"
-    CODE_RUNNER_UNAVAILABLE = "CODE_RUNNER_UNAVAILABLE"
+    CODE_RUNNER_UNAVAILABLE = "CODE_RUNNER_UNAVAILABLE"  # no runner: the call never reached one
+    RUN_OUTCOME_UNKNOWN = "RUN_OUTCOME_UNKNOWN"  # the runner went away after the call was handed to it
     # Files.
     FILE_NOT_FOUND = "FILE_NOT_FOUND"
     PATH_OUTSIDE_WORKSPACE = "PATH_OUTSIDE_WORKSPACE"
@@ -107,6 +108,7 @@ CATEGORIES: dict[Category, frozenset[ErrorCode]] = {
     Category.SANDBOX: frozenset(
         {
             ErrorCode.CODE_RUNNER_UNAVAILABLE,
+            ErrorCode.RUN_OUTCOME_UNKNOWN,
             ErrorCode.SANDBOX_NOT_RUNNING,
             ErrorCode.SANDBOX_START_FAILED,
             ErrorCode.SANDBOX_START_TIMEOUT,
@@ -153,6 +155,8 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     ErrorCode.PROCESS_NOT_FOUND: "call process_list to see the processes of this sandbox",
     ErrorCode.PROCESS_LIMIT_REACHED: "kill background processes you no longer need with process_kill",
     ErrorCode.CODE_RUNNER_UNAVAILABLE: "the sandbox's code runner is not up; retry in a moment or recreate the sandbox",
+    ErrorCode.RUN_OUTCOME_UNKNOWN: "the code runner stopped (killed, or out of memory) while this ran: check what it "
+    "did (files, processes) before running it again; the next call starts a new runner",
     ErrorCode.FILE_NOT_FOUND: "check the path with file_list; paths are relative to the workspace",
     ErrorCode.PATH_OUTSIDE_WORKSPACE: "use a path inside the workspace (relative, without '..' escaping it)",
     ErrorCode.NOT_A_FILE: "the path is a directory: use file_list",

@@ -19,7 +19,8 @@ from docker.models.containers import Container
 
 from host import labels, netinfo
 from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
-from host.backends.hardening import AGENT_PORT_SPEC, CODE_RUNNER_CMD, Limits, hardened
+from host.backends.hardening import AGENT_PORT_SPEC, Limits, hardened
+from host.backends.runner import start_code_runner
 from host.config import Settings
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.network import NetworkPolicy
@@ -153,14 +154,13 @@ class DockerBackend(SandboxBackend):
             "restart_policy": {"Name": "no"},
         }
 
-    def start_code_runner(self, container_id: str) -> None:
-        """Start the code runner daemon as the `runner` user.
+    def start_code_runner(self, container_id: str, secret: str) -> None:
+        """Start the code runner daemon as the `runner` user, handing it `secret` (host.backends.runner).
 
         A capability-less non-root agent cannot switch uid itself; the engine can, so the daemon
         that executes untrusted code runs as a different user than the agent and the browser.
         """
-        container = self.client.containers.get(container_id)
-        container.exec_run(CODE_RUNNER_CMD, user="runner", detach=True, workdir="/workspace")
+        start_code_runner(self.client.api, container_id, secret)
 
     def host_addresses(self) -> list[str]:
         """The engine host's own addresses, when the engine is on this machine (a local socket)."""

@@ -127,6 +127,7 @@ class SandboxManager:
             created_at=now,
             expires_at=now + timedelta(seconds=ttl),
             token=self.identity.sandbox_token(s.namespace, sid),
+            runner_secret=self.identity.runner_secret(s.namespace, sid),
             network=network.mode,
             allow_hosts=list(network.allowHosts),
             job=job,
@@ -145,7 +146,7 @@ class SandboxManager:
                 sandbox_id=sid,
                 image=rec.image,
                 labels=labels.encode(rec, s.namespace, self.identity),
-                env=agent_env(rec.token, expires_at=int(rec.expires_at.timestamp())),
+                env=agent_env(rec.token, rec.runner_secret, expires_at=int(rec.expires_at.timestamp())),
             )
             rec.attach(await anyio.to_thread.run_sync(self.backend.start, spec))
             await step(3, "applying the network policy; waiting for the agent and the code runner")
@@ -212,9 +213,10 @@ class SandboxManager:
             try:
                 return rec, await self.agent.call(rec.endpoint, method, params, deadline)
             except BoxwrightError as exc:
-                if exc.code is not ErrorCode.CODE_RUNNER_UNAVAILABLE:
-                    raise
-                # The code runner daemon died (e.g. killed by user code): restart it once and retry.
+                if exc.code is not ErrorCode.CODE_RUNNER_UNAVAILABLE or exc.details.get("sent") is not False:
+                    raise  # e.g. RUN_OUTCOME_UNKNOWN: it may have run, so it must not run twice
+                # No code runner (e.g. killed by user code) and the call never reached one: start a
+                # new runner and retry once.
                 log.warning("code runner of %s is down; restarting it", rec.id)
                 await self.readiness.start_runner(rec, deadline)
                 return rec, await self.agent.call(rec.endpoint, method, params, deadline)

@@ -43,6 +43,7 @@ class SandboxRecord:
     created_at: datetime
     expires_at: datetime
     token: str = field(repr=False)
+    runner_secret: str = field(repr=False, default="")
     status: SandboxStatus = SandboxStatus.STARTING
     container_id: str | None = None
     endpoint: AgentEndpoint | None = None

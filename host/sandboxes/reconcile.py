@@ -104,6 +104,7 @@ class Reconciler:
             created_at=lab.created_at or EPOCH,
             expires_at=lab.expires_at or EPOCH,
             token=self.identity.sandbox_token(self.settings.namespace, info.sandbox_id),
+            runner_secret=self.identity.runner_secret(self.settings.namespace, info.sandbox_id),
             # Sandboxes from before network modes carry no label: they get the server's default.
             network=lab.network or self.settings.network,
             allow_hosts=list(lab.allow_hosts),

@@ -15,7 +15,8 @@ from testcontainers.core.wait_strategies import HttpWaitStrategy
 
 from host import labels
 from host.agent_client import AgentEndpoint, read_answer
-from host.backends.hardening import CODE_RUNNER_CMD, RUNNER_UID, SANDBOX_GID, Limits, hardened
+from host.backends.hardening import RUNNER_UID, SANDBOX_GID, Limits, hardened
+from host.backends.runner import start_code_runner
 from host.config import DEFAULT_IMAGE
 from rpc import methods
 from rpc.agent import AGENT_PORT, agent_env
@@ -32,7 +33,8 @@ class BoxwrightContainer(DockerContainer):
     def __init__(self, image: str = DEFAULT_IMAGE, *, mem_limit: str = "1g", **kwargs: Any) -> None:
         super().__init__(image, **kwargs)
         self.token = secrets.token_urlsafe(32)
-        for name, value in agent_env(self.token).items():
+        self._runner_secret = secrets.token_urlsafe(32)
+        for name, value in agent_env(self.token, self._runner_secret).items():
             self.with_env(name, value)
         # Hardened like the sandboxes the server starts; testcontainers passes ports and tmpfs itself.
         run = hardened(Limits(mem_limit=mem_limit, pids_limit=512, shm_size="256m", tmp_size="256m"))
@@ -47,7 +49,8 @@ class BoxwrightContainer(DockerContainer):
 
     def start(self) -> Self:
         super().start()
-        self.get_wrapped_container().exec_run(CODE_RUNNER_CMD, user="runner", detach=True)
+        container = self.get_wrapped_container()
+        start_code_runner(container.client.api, container.id or "", self._runner_secret)
         deadline = time.monotonic() + 30
         while not self.health().codeRunnerReady:
             if time.monotonic() > deadline:

@@ -76,10 +76,13 @@ def test_empty_is_unset_unless_empty_means_something(monkeypatch: pytest.MonkeyP
 
 
 def test_the_host_starts_an_agent_the_agent_can_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The one variable that crosses from host to container: the token's hash, read by its field."""
-    for name, value in agent_env("sk-token").items():
+    """What crosses from host to container — the hashes of the token and of the runner's secret, and the
+    expiry — read by their fields."""
+    for name, value in agent_env("sk-token", "runner-secret", expires_at=1234).items():
         monkeypatch.setenv(name, value)
-    assert SandboxSettings.load().agent_token_sha256() == token_sha256("sk-token")
+    settings = SandboxSettings.load()
+    assert settings.agent_token_sha256() == token_sha256("sk-token")
+    assert settings.runner_secret_sha256 == token_sha256("runner-secret") and settings.expires_at == 1234
 
 
 class _EngineWithoutImages:
