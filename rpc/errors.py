@@ -12,6 +12,7 @@ raises a new error from the old one (`raise exc.with_details(...) from exc`).
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
@@ -314,6 +315,24 @@ def from_validation_error(
     errors = field_errors(exc, root=root)
     listing = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
     return invalid_fields(errors, f"{what} — {listing}", code=code, hint=hint, **details)
+
+
+PIDS_HINT = (
+    "the sandbox reached its process limit: end processes you no longer need (process_list / process_kill), "
+    "or recreate the sandbox"
+)
+
+
+def out_of_processes(exc: BaseException) -> bool:
+    """Whether `exc` is how a fork or a new thread fails at a pids limit (EAGAIN)."""
+    if isinstance(exc, OSError):
+        return exc.errno == errno.EAGAIN
+    return isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)
+
+
+def process_limit(what: str) -> BoxwrightError:
+    """The sandbox ran out of processes (its pids limit): a resource error, not a bug in Boxwright."""
+    return BoxwrightError(ErrorCode.PROCESS_LIMIT_REACHED, f"{what}: the sandbox has no processes left", hint=PIDS_HINT)
 
 
 def unauthorized(authorization: str | None, *, hint: str | None = None) -> BoxwrightError:

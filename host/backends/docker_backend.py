@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import secrets
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -63,8 +64,10 @@ def volume_name(sandbox_id: str) -> str:
     return f"boxwright-{sandbox_id}-workspace"
 
 
-def container_name(sandbox_id: str) -> str:
-    return f"boxwright-{sandbox_id}"
+def opaque_name(role: str = "") -> str:
+    """A container name unrelated to any sandbox id: names show to other sandboxes (a neighbour's address
+    resolves back to its container's name through the engine's DNS), so they must not tell whose it is."""
+    return f"boxwright-{role}{secrets.token_hex(8)}"
 
 
 class DockerBackend(SandboxBackend):
@@ -121,14 +124,15 @@ class DockerBackend(SandboxBackend):
         vol = volume_name(spec.sandbox_id)
         self.client.volumes.create(name=vol, labels=spec.labels)
         try:
+            kwargs = self.run_kwargs(spec, vol)
             try:
-                container = self.client.containers.run(spec.image, **self.run_kwargs(spec, vol))
+                container = self.client.containers.run(spec.image, **kwargs)
             except docker.errors.NotFound as exc:
                 if "network" not in str(exc):
                     raise
                 # The network went away between ensuring and using it (its last sandbox was just
                 # removed by another server of this namespace): make it again, once.
-                self._remove_container(container_name(spec.sandbox_id))
+                self._remove_container(kwargs["name"])
                 container = self.client.containers.run(spec.image, **self.run_kwargs(spec, vol))
         except docker.errors.DockerException as exc:
             self.remove(spec.sandbox_id, None)
@@ -145,7 +149,7 @@ class DockerBackend(SandboxBackend):
         return {
             **hardened(Limits.of(self.settings)),
             "detach": True,
-            "name": container_name(spec.sandbox_id),
+            "name": opaque_name(),
             "hostname": "sandbox",
             "environment": spec.env,
             "labels": spec.labels,
@@ -180,7 +184,7 @@ class DockerBackend(SandboxBackend):
         `sandbox_image.netguard` and is removed. The sandbox never holds NET_ADMIN, so the rules are
         out of its reach. Raises SANDBOX_START_FAILED with netguard's message when it fails.
         """
-        name = f"{container_name(sandbox_id)}-netguard"
+        name = opaque_name("netguard-")
         try:
             guard = self.client.containers.run(
                 image,
@@ -243,7 +247,11 @@ class DockerBackend(SandboxBackend):
 
     def remove(self, sandbox_id: str, container_id: str | None) -> None:
         """Remove the container and its workspace volume; a no-op for what is already gone."""
-        self._remove_container(container_id or container_name(sandbox_id))
+        if container_id:
+            self._remove_container(container_id)
+        else:  # found by its label: the container's name says nothing of its sandbox
+            for found in self.client.containers.list(all=True, filters={"label": f"{labels.SANDBOX}={sandbox_id}"}):
+                self._remove_container(found.id or "")
         self.remove_volume(volume_name(sandbox_id))
 
     def _remove_container(self, target: str) -> None:

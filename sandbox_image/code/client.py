@@ -33,6 +33,7 @@ from sandbox_image.code.channel import HELLO_TIMEOUT_S, MAX_LINE_BYTES, peer_cre
 from sandbox_image.dispatcher import Dispatcher, Handler
 
 SOCKET_MODE = 0o660
+MAX_KNOCKING = 8  # connections waiting for their hello at once; more are hung up on (runner code may flood)
 log = logging.getLogger("boxwright.agent.runner")
 
 
@@ -79,6 +80,7 @@ class RunnerLink:
         self._conn: _Connection | None = None
         self._ids = itertools.count(1)
         self.refused = 0  # connections that failed the checks (for tests and logs)
+        self._knocking = 0
 
     @property
     def ready(self) -> bool:
@@ -106,11 +108,16 @@ class RunnerLink:
     async def _admit(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         pid, uid, _gid = peer_credentials(writer.get_extra_info("socket"))
         why = self._refusal(uid)
+        if why is None and self._knocking >= MAX_KNOCKING:
+            why = "too many connections waiting"
         if why is None:
+            self._knocking += 1
             try:
                 raw = await asyncio.wait_for(reader.readline(), HELLO_TIMEOUT_S)
             except (TimeoutError, ValueError, ConnectionError):
                 raw = b""
+            finally:
+                self._knocking -= 1
             secret = read_hello(raw)
             if secret is None or not hmac.compare_digest(token_sha256(secret), self.secret_sha256 or ""):
                 why = "wrong or missing secret"

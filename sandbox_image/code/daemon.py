@@ -10,7 +10,9 @@ same dispatcher as the agent, one JSON line per request and answer, concurrently
 reads its secret it becomes non-dumpable, kills every other process of its user (a previous daemon,
 its orphans, whatever runner code left running), checks that nothing traces it, and only then says
 `ready` on stdout. The host writes the secret after that line. `take_over` refuses to run as root or
-as any user but the configured runner user.
+as any user but the configured runner user. It also makes the daemon a child subreaper (processes a
+run leaves behind are reparented to it, so it can end them: procs.Children) and the OOM killer's
+second choice, after code processes (which spawn makes the first).
 """
 
 from __future__ import annotations
@@ -42,16 +44,20 @@ CONNECT_TIMEOUT_S = 60.0  # the agent may still be starting: its socket appears 
 SECRET_TIMEOUT_S = 30.0
 TAKE_OVER_PASSES = 50
 PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+DAEMON_OOM_SCORE_ADJ = 900  # code processes get 1000 (spawn.CODE_OOM_SCORE_ADJ); the agent keeps 0
+ZOMBIE_SWEEP_S = 5.0
 log = logging.getLogger("boxwright.runner")
 
 
 class RunnerDaemon:
     """The daemon's work: its dispatcher, runs and background processes, and one connection to the agent."""
 
-    def __init__(self, settings: SandboxSettings) -> None:
+    def __init__(self, settings: SandboxSettings, *, subreaper: bool = False) -> None:
         self.settings = settings
         self.dispatcher = Dispatcher("runner")
         self.runner = CodeRunner(settings)
+        self.runner.children.subreaper = subreaper
         self.processes = ProcessManager(self.runner)
         handlers.register(self.dispatcher, self.runner, self.processes)
         self._writer: asyncio.StreamWriter | None = None
@@ -70,6 +76,7 @@ class RunnerDaemon:
                     writer.write(line(response))
                     await writer.drain()
 
+        reaping = asyncio.create_task(self._reap_zombies())
         try:
             writer.write(hello(secret))
             await writer.drain()
@@ -81,7 +88,13 @@ class RunnerDaemon:
         except (ConnectionError, ValueError):  # ValueError: an over-long line
             pass
         finally:
+            reaping.cancel()
             await self.close()
+
+    async def _reap_zombies(self) -> None:
+        while True:
+            await asyncio.sleep(ZOMBIE_SWEEP_S)
+            self.runner.children.reap_zombies()
 
     async def _connect(self, within_s: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         deadline = time.monotonic() + within_s
@@ -110,8 +123,11 @@ def take_over(settings: SandboxSettings) -> str:
     if os.getuid() == 0 or me != settings.runner_user:
         raise SettingsError(f"--take-over runs only as the runner user {settings.runner_user!r}, not {me!r}")
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise SettingsError(f"prctl(PR_SET_DUMPABLE) failed: {os.strerror(ctypes.get_errno())}")
+    for option, value in ((PR_SET_DUMPABLE, 0), (PR_SET_CHILD_SUBREAPER, 1)):
+        if libc.prctl(option, value, 0, 0, 0) != 0:
+            raise SettingsError(f"prctl({option}, {value}) failed: {os.strerror(ctypes.get_errno())}")
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+        f.write(str(DAEMON_OOM_SCORE_ADJ))
     for _ in range(TAKE_OVER_PASSES):
         others = [pid for pid in _pids_of(os.getuid()) if pid != os.getpid()]
         if not others:
@@ -172,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         secret = take_over(settings) if args.take_over else sys.stdin.readline().strip()
         log.info("code runner %s (uid %d) connecting to %s", AGENT_VERSION, os.getuid(), settings.runner_socket)
-        daemon = RunnerDaemon(settings)
+        daemon = RunnerDaemon(settings, subreaper=args.take_over)
         asyncio.run(_run(daemon, secret))
     except SettingsError as exc:
         print(f"boxwright runner: {exc}", file=sys.stderr)

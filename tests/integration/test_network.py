@@ -160,7 +160,8 @@ async def test_none_mode_has_no_network_not_even_dns(
         decoy = None
         try:
             decoy = Decoy(gateway_of(docker_client, namespace))
-            own_name = f"boxwright-{offline}"
+            [container] = docker_client.containers.list(filters={"label": f"{labels.SANDBOX}={offline}"})
+            own_name = container.name
             resolve = {"language": "python", "code": RESOLVE_SELF.format(name=own_name)}
             # Positive control: with network, the embedded DNS answers the container's name.
             assert (await s.ok("code_run", {"sandboxId": public, **resolve}))["stdout"].startswith("resolved")
