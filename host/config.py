@@ -8,12 +8,28 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from rpc.settings import EnvSettings
 
 DEFAULT_IMAGE = "boxwright-sandbox:latest"
+SIZE_PATTERN = r"^\d+(\.\d+)?\s*[bkmgtBKMGT]?[bB]?$"  # 512m, 2g, 1.5G, 1048576
+SCRATCH_MOUNTS = 3  # /tmp, /home/agent, /home/runner (host.backends.hardening)
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def size_bytes(size: str) -> int:
+    """Bytes of a size as Docker writes them (binary units: 512m, 2g)."""
+    value = size.strip().lower().removesuffix("b").strip()
+    unit = value[-1] if value[-1:].isalpha() else ""
+    return int(float(value.removesuffix(unit)) * _UNITS[unit])
+
+
+def _mib(n: int) -> str:
+    return f"{n // 2**20} MiB"
+
+
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 
@@ -75,11 +91,19 @@ class Settings(EnvSettings):
         None, description="Origin headers the HTTP server accepts (default: http:// and https:// of each allowed host)"
     )
     # Limits of each sandbox container.
-    mem_limit: str = Field("2g", description="Memory (and memory + swap) of a sandbox")
+    mem_limit: str = Field("2g", pattern=SIZE_PATTERN, description="Memory (and memory + swap) of a sandbox")
     cpus: float = Field(2.0, gt=0, description="CPUs of a sandbox")
     pids_limit: int = Field(512, description="Processes and threads of a sandbox (-1: unlimited)")
-    shm_size: str = Field("256m", description="/dev/shm of a sandbox (Chromium uses it)")
-    tmp_size: str = Field("512m", description="Each tmpfs scratch mount (/tmp, the homes)")
+    shm_size: str | None = Field(
+        None,
+        pattern=SIZE_PATTERN,
+        description="/dev/shm of a sandbox (Chromium uses it); default an eighth of its memory",
+    )
+    tmp_size: str | None = Field(
+        None,
+        pattern=SIZE_PATTERN,
+        description="Each tmpfs scratch mount (/tmp, the homes); default an eighth of its memory",
+    )
     # Logs.
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
         "INFO", description="Host log level (logs go to stderr)"
@@ -116,3 +140,27 @@ class Settings(EnvSettings):
     @property
     def nano_cpus(self) -> int:
         return int(self.cpus * 1e9)
+
+    @property
+    def memory_bytes(self) -> int:
+        return size_bytes(self.mem_limit)
+
+    def scratch_sizes(self) -> tuple[int, int]:
+        """(each of /tmp and the two homes, /dev/shm) in bytes: what the sandbox's tmpfs mounts may hold."""
+        eighth = self.memory_bytes // 8
+        tmp = size_bytes(self.tmp_size) if self.tmp_size else eighth
+        shm = size_bytes(self.shm_size) if self.shm_size else eighth
+        return tmp, shm
+
+    @model_validator(mode="after")
+    def _scratch_fits_in_memory(self) -> Settings:
+        """tmpfs pages are memory that no process owns and the OOM killer cannot free: together they may
+        hold at most half of a sandbox's memory, the rest is for its processes (agent, browser, code)."""
+        tmp, shm = self.scratch_sizes()
+        if SCRATCH_MOUNTS * tmp + shm > self.memory_bytes // 2:
+            raise ValueError(
+                f"{SCRATCH_MOUNTS} x tmp_size + shm_size ({_mib(SCRATCH_MOUNTS * tmp + shm)}) must fit in half of "
+                f"mem_limit ({_mib(self.memory_bytes // 2)}): lower {self.env_name('tmp_size')} / "
+                f"{self.env_name('shm_size')} or raise {self.env_name('mem_limit')}"
+            )
+        return self

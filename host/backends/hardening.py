@@ -27,7 +27,9 @@ class Limits:
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:
-        return cls(settings.mem_limit, settings.pids_limit, settings.shm_size, settings.tmp_size, settings.nano_cpus)
+        """The settings' limits; the scratch mounts together fit in half the memory (Settings checks it)."""
+        tmp, shm = settings.scratch_sizes()
+        return cls(settings.mem_limit, settings.pids_limit, str(shm), str(tmp), settings.nano_cpus)
 
 
 def tmpfs_mounts(size: str) -> dict[str, str]:

@@ -33,6 +33,7 @@ from sandbox_image import AGENT_VERSION
 from sandbox_image.code import handlers
 from sandbox_image.code.background import ProcessManager
 from sandbox_image.code.channel import MAX_LINE_BYTES, hello, line
+from sandbox_image.code.procs import DAEMON_OOM_SCORE_ADJ
 from sandbox_image.code.runner import CodeRunner
 from sandbox_image.config import SandboxSettings, load_or_exit
 from sandbox_image.dispatcher import Dispatcher
@@ -45,7 +46,6 @@ SECRET_TIMEOUT_S = 30.0
 TAKE_OVER_PASSES = 50
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
-DAEMON_OOM_SCORE_ADJ = 900  # code processes get 1000 (spawn.CODE_OOM_SCORE_ADJ); the agent keeps 0
 ZOMBIE_SWEEP_S = 5.0
 log = logging.getLogger("boxwright.runner")
 
@@ -117,17 +117,21 @@ class RunnerDaemon:
 
 
 # -- taking over (only in the real daemon process, never in tests) -----------------------------
-def take_over(settings: SandboxSettings) -> str:
-    """Become the only, untraceable process of the runner user, then read the secret from stdin."""
+def take_over(settings: SandboxSettings) -> tuple[str, int | None]:
+    """Become the only, untraceable process of the runner user, then read the secret from stdin.
+    Returns the secret and an open fd on this process's oom_score_adj (procs.Children.oom_score_fd)."""
     me = pwd.getpwuid(os.getuid()).pw_name
     if os.getuid() == 0 or me != settings.runner_user:
         raise SettingsError(f"--take-over runs only as the runner user {settings.runner_user!r}, not {me!r}")
+    # Before becoming non-dumpable, which makes our /proc files root's.
+    oom_score_fd: int | None = None
+    with contextlib.suppress(OSError):
+        oom_score_fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+        os.write(oom_score_fd, str(DAEMON_OOM_SCORE_ADJ).encode())
     libc = ctypes.CDLL(None, use_errno=True)
     for option, value in ((PR_SET_DUMPABLE, 0), (PR_SET_CHILD_SUBREAPER, 1)):
         if libc.prctl(option, value, 0, 0, 0) != 0:
             raise SettingsError(f"prctl({option}, {value}) failed: {os.strerror(ctypes.get_errno())}")
-    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
-        f.write(str(DAEMON_OOM_SCORE_ADJ))
     for _ in range(TAKE_OVER_PASSES):
         others = [pid for pid in _pids_of(os.getuid()) if pid != os.getpid()]
         if not others:
@@ -152,7 +156,7 @@ def take_over(settings: SandboxSettings) -> str:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.close(devnull)
-    return secret
+    return secret, oom_score_fd
 
 
 def _pids_of(uid: int) -> list[int]:
@@ -186,9 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_or_exit("runner")
     setup_logging("runner", settings.log_level)
     try:
-        secret = take_over(settings) if args.take_over else sys.stdin.readline().strip()
+        secret, oom_score_fd = take_over(settings) if args.take_over else (sys.stdin.readline().strip(), None)
         log.info("code runner %s (uid %d) connecting to %s", AGENT_VERSION, os.getuid(), settings.runner_socket)
         daemon = RunnerDaemon(settings, subreaper=args.take_over)
+        daemon.runner.children.oom_score_fd = oom_score_fd
         asyncio.run(_run(daemon, secret))
     except SettingsError as exc:
         print(f"boxwright runner: {exc}", file=sys.stderr)

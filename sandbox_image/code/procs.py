@@ -18,6 +18,10 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 _GONE = (b"Z", b"X")  # zombies and dead tasks no longer run; their parent (or init) reaps them
+# When the sandbox runs out of memory the kernel kills code first (1000, the most it takes), then the
+# daemon (900), never the agent or the browser first (0). Raising one's own score needs no privilege.
+CODE_OOM_SCORE_ADJ = 1000
+DAEMON_OOM_SCORE_ADJ = 900
 # Every process of a run inherits its run id here (read back from /proc/<pid>/environ), so a process that
 # left its run's process tree can still be told apart.
 RUN_ID_VAR = "SANDBOX_RUN_ID"
@@ -135,15 +139,28 @@ class Children:
     live_runs: set[str] = field(default_factory=set)
     subreaper: bool = False
     spawning: int = 0
+    # This process's own /proc/self/oom_score_adj, opened before it became non-dumpable (after that the
+    # file is root's): a child inherits the score at fork, so the daemon raises its own for each spawn.
+    oom_score_fd: int | None = None
 
     @contextmanager
     def spawn(self) -> Iterator[None]:
-        """Around a spawn: until its pid is in `started`, no orphan may be judged (it could be that one)."""
+        """Around a spawn: until its pid is in `started`, no orphan may be judged (it could be that one);
+        the child is born the OOM killer's first choice."""
         self.spawning += 1
+        self._oom_score(CODE_OOM_SCORE_ADJ)
         try:
             yield
         finally:
             self.spawning -= 1
+            if not self.spawning:
+                self._oom_score(DAEMON_OOM_SCORE_ADJ)
+
+    def _oom_score(self, value: int) -> None:
+        if self.oom_score_fd is not None:
+            with suppress(OSError):
+                os.lseek(self.oom_score_fd, 0, os.SEEK_SET)
+                os.write(self.oom_score_fd, str(value).encode())
 
     async def end_orphans(self, *, passes: int = 50) -> int:
         """Kill the orphans of runs that are over (and, as they are reparented here in turn, their

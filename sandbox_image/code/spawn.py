@@ -138,7 +138,6 @@ async def spawn(
                 start_new_session=True,
                 umask=USER_UMASK,
                 close_fds=True,
-                preexec_fn=_first_to_go,
             )
             children.started.add(proc.pid)
             return proc
@@ -155,17 +154,3 @@ async def spawn(
     finally:
         if stdin_fd is not None:
             os.close(stdin_fd)  # the child has its own copy
-
-
-# Code processes are the kernel's first choice when the sandbox runs out of memory, before the daemon
-# (900, see daemon.take_over), the agent and the browser (0): raising one's own score needs no privilege.
-CODE_OOM_SCORE_ADJ = 1000
-
-
-def _first_to_go() -> None:
-    """In the child, before exec: make it the OOM killer's first choice (best effort)."""
-    try:
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write(str(CODE_OOM_SCORE_ADJ))
-    except OSError:
-        pass

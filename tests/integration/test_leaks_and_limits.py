@@ -4,6 +4,7 @@ processes is a resource error with a hint — not "a bug in Boxwright"."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import docker
@@ -103,3 +104,65 @@ async def test_running_out_of_processes_is_a_resource_error(small_server: HttpSe
             assert (await s.ok("code_run", {"language": "bash", "code": "echo hi"}))["stdout"] == "hi\n"
         finally:
             await s.ok("sandbox_destroy", {"sandboxId": sid})
+
+
+FILL_TMPFS = """
+for d in /tmp /home/runner /dev/shm; do
+  dd if=/dev/zero of=$d/pinned bs=1M count=100000 2>/dev/null
+  echo "$d $(du -sm $d/pinned | cut -f1)"
+done
+"""
+ALLOCATE = """
+for i in $(seq 40); do
+  python3 -c 'import time; b = bytearray(30 << 20); time.sleep(20)' &
+done
+wait
+echo allocated
+"""
+
+
+@pytest.fixture
+def one_gig_server(server_env: dict, tmp_path: Path, docker_client: docker.DockerClient):
+    env = dict(server_env)
+    ns = f"{server_env['BOXWRIGHT_NAMESPACE']}-oom"
+    env.update(
+        BOXWRIGHT_NAMESPACE=ns,
+        BOXWRIGHT_STATE_DIR=str(tmp_path / "state"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        BOXWRIGHT_MEM_LIMIT="1g",
+    )
+    server = HttpServer(env, tmp_path / "server.log")
+    yield server
+    server.stop()
+    for c in docker_client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={ns}"}):
+        c.remove(force=True)
+    for n in docker_client.networks.list(names=[f"boxwright-{ns}"]):
+        n.remove()
+
+
+async def test_code_pinning_memory_in_tmpfs_cannot_kill_the_agent(
+    one_gig_server: HttpServer, docker_client: docker.DockerClient
+) -> None:
+    """Fill every tmpfs the runner can write, then allocate past the memory limit: the kernel kills code
+    processes (the OOM killer's first choice), never the agent or the browser, and the sandbox goes on."""
+    async with http_session(one_gig_server.url) as s:
+        sid = (await s.ok("sandbox_create"))["sandboxId"]
+        try:
+            await s.ok("browser_goto", {"url": "data:text/html,<h1>still here</h1>"})
+            before = (await s.ok("sandbox_list"))["sandboxes"][0]
+            [c] = docker_client.containers.list(filters={"label": f"{labels.SANDBOX}={sid}"})
+            agent_pid = c.attrs["State"]["Pid"]
+            filled = await s.call("code_run", {"language": "bash", "code": FILL_TMPFS, "timeoutMs": 60_000})
+            pinned = sum(int(line.split()[1]) for line in filled.data.get("stdout", "").splitlines())
+            assert not filled.is_error and pinned >= 3 * 100, filled.text  # a third of the memory is pinned
+            await s.call("code_run", {"language": "bash", "code": ALLOCATE, "timeoutMs": 60_000})
+
+            c.reload()
+            assert c.status == "running" and c.attrs["State"]["Pid"] == agent_pid  # same init, same agent
+            snapshot = await s.ok("browser_snapshot")  # the browser survived too
+            assert "still here" in json.dumps(snapshot)
+            after = await s.ok("code_run", {"language": "bash", "code": "cat /proc/self/oom_score_adj"})
+            assert after["stdout"].strip() == "1000"  # code goes first
+            assert (await s.ok("sandbox_list"))["sandboxes"][0]["createdAt"] == before["createdAt"]
+        finally:
+            await s.call("sandbox_destroy", {"sandboxId": sid})

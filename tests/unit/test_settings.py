@@ -8,6 +8,7 @@ from pathlib import Path
 import docker.errors
 import pytest
 
+from host.backends.hardening import Limits, hardened
 from host.config import Settings
 from host.image.build_context import find_ca_bundle
 from host.image.builder import image_status
@@ -105,3 +106,17 @@ def test_the_image_exposes_the_agent_port() -> None:
     dockerfile = (Path(__file__).resolve().parents[2] / "Dockerfile.sandbox").read_text()
     assert f"\nEXPOSE {AGENT_PORT}\n" in dockerfile
     assert SandboxSettings.model_fields["port"].default == AGENT_PORT
+
+
+def test_scratch_mounts_fit_in_half_the_memory() -> None:
+    """tmpfs pages are pinned memory no process owns: by default each mount gets an eighth of the memory
+    limit, and explicit sizes that would leave the processes less than half of it are refused."""
+    assert Settings.load(mem_limit="1g").scratch_sizes() == (128 << 20, 128 << 20)
+    assert Settings.load(mem_limit="2g", tmp_size="300m", shm_size="100m").scratch_sizes() == (300 << 20, 100 << 20)
+    with pytest.raises(SettingsError, match="BOXWRIGHT_TMP_SIZE") as refused:
+        Settings.load(mem_limit="1g", tmp_size="512m")
+    assert "half of mem_limit (512 MiB)" in str(refused.value)
+    with pytest.raises(SettingsError, match="BOXWRIGHT_MEM_LIMIT"):
+        Settings.load(mem_limit="lots")
+    run = hardened(Limits.of(Settings.load(mem_limit="1g")))
+    assert run["shm_size"] == str(128 << 20) and run["tmpfs"]["/tmp"].endswith(f"size={128 << 20}")
