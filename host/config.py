@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
+from rpc.models.network import parse_allow_entry
 from rpc.settings import EnvSettings
 
 DEFAULT_IMAGE = "boxwright-sandbox:latest"
@@ -67,6 +68,11 @@ class Settings(EnvSettings):
     )
     network: Literal["public", "none"] = Field(
         "public", description="Network mode of a sandbox created without one (`allowlist` needs hosts)"
+    )
+    internal_allow_hosts: Annotated[list[str] | None, NoDecode] = Field(
+        None,
+        description="Internal ranges or hostnames (private, loopback, link-local, CGNAT, this host's) callers may "
+        "allowlist, comma-separated; default none",
     )
     keep_on_exit: bool = Field(False, description="Leave sandboxes running when the server stops")
     toolsets: Annotated[list[str] | None, NoDecode] = Field(
@@ -125,12 +131,17 @@ class Settings(EnvSettings):
 
     keep_empty: ClassVar[frozenset[str]] = frozenset({"debian_security_mirror", "build_ca_bundle"})
 
-    @field_validator("toolsets", "allowed_hosts", "allowed_origins", mode="before")
+    @field_validator("toolsets", "allowed_hosts", "allowed_origins", "internal_allow_hosts", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("internal_allow_hosts")
+    @classmethod
+    def _allow_entries(cls, value: list[str] | None) -> list[str] | None:
+        return [parse_allow_entry(v) for v in value] if value is not None else None
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -41,6 +41,10 @@ class SandboxBackend(Protocol):
 
     def host_addresses(self) -> list[str]: ...
 
+    def host_networks(self) -> list[str]:
+        """The subnets attached to the engine's host (its LAN), where known."""
+        ...
+
     def apply_network_policy(
         self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str
     ) -> str: ...

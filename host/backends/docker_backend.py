@@ -23,13 +23,15 @@ from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
 from host.backends.hardening import AGENT_PORT_SPEC, Limits, hardened
 from host.backends.runner import start_code_runner
 from host.config import Settings
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.models.network import NetworkPolicy
+from rpc.netblocks import INTERNAL_HINT
 
 log = logging.getLogger(__name__)
 
 NETGUARD_CMD = ["python3", "-m", "sandbox_image.netguard"]
 NETGUARD_TIMEOUT_S = 30
+NETGUARD_REFUSED = 3  # sandbox_image.netguard.REFUSED_EXIT
 
 
 def docker_client() -> docker.DockerClient:
@@ -170,6 +172,10 @@ class DockerBackend(SandboxBackend):
         """The engine host's own addresses, when the engine is on this machine (a local socket)."""
         return netinfo.local_addresses() if self.engine_is_local else []
 
+    def host_networks(self) -> list[str]:
+        """The subnets attached to the engine host's interfaces, when the engine is on this machine."""
+        return netinfo.attached_networks() if self.engine_is_local else []
+
     @property
     def engine_is_local(self) -> bool:
         """The engine is reached through a local socket, so this machine is the engine's host."""
@@ -214,6 +220,8 @@ class DockerBackend(SandboxBackend):
             # Off the critical path (~0.2 s): the guard has exited and holds nothing. Should this
             # process die first, reconcile's remove_leftover_guards sweeps it.
             threading.Thread(target=self._remove_container, args=(guard.id or name,), daemon=True).start()
+        if status == NETGUARD_REFUSED:  # an allowlist entry resolves to an internal address
+            raise invalid_parameter("allowHosts", err.removeprefix("netguard: ")[-500:], hint=INTERNAL_HINT)
         if status != 0:
             raise BoxwrightError(
                 ErrorCode.SANDBOX_START_FAILED,

@@ -28,6 +28,7 @@ from host.sandboxes.limits import check_capacity, ttl_seconds
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from host.sandboxes.network import apply_network_policy
+from host.sandboxes.network import complete as complete_policy
 from host.sandboxes.readiness import Readiness, diagnose, status_of
 from host.sandboxes.reconcile import Reconciler
 from host.sandboxes.registry import SandboxRegistry
@@ -43,6 +44,15 @@ ImageProvider = Callable[[], Awaitable[str]]
 Progress = Callable[[int, str], Awaitable[None]]  # (step 1..CREATE_STEPS, message)
 CREATE_STEPS = 4
 LOG_TAIL_CHARS = 2000
+
+
+def _boxwright_error_in(exc: BaseException) -> BoxwrightError | None:
+    """`exc` itself, or the first BoxwrightError of a task group's exception group."""
+    if isinstance(exc, BoxwrightError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        return next((found for e in exc.exceptions if (found := _boxwright_error_in(e)) is not None), None)
+    return None
 
 
 class SandboxManager:
@@ -119,6 +129,8 @@ class SandboxManager:
         now = datetime.now(UTC).replace(microsecond=0)
         sid = "sbx_" + secrets.token_hex(6)
         network = network or NetworkPolicy(mode=s.network)
+        # Before anything starts: a caller may not allowlist internal addresses without the operator's say.
+        await complete_policy(self.backend, s, network.mode, network.allowHosts)
         rec = SandboxRecord(
             id=sid,
             owner=caller.owner,
@@ -154,7 +166,7 @@ class SandboxManager:
             # in parallel instead of one after the other, while the network guard loads the policy.
             # Nothing untrusted runs before all three are done: the caller gets the id only then.
             async with anyio.create_task_group() as tg:
-                tg.start_soon(apply_network_policy, self.backend, rec, self.identity.server_id)
+                tg.start_soon(apply_network_policy, self.backend, s, rec, self.identity.server_id)
                 await self.readiness.start_runner(rec, deadline)
             await step(4, "ready")
         except BaseException as exc:
@@ -163,10 +175,14 @@ class SandboxManager:
                     await anyio.to_thread.run_sync(self.backend.logs_tail, rec.container_id) if rec.container_id else ""
                 )
                 await self._remove(rec, "failed to start", tombstone=False)
-            if isinstance(exc, BoxwrightError):
-                if logs:
-                    raise exc.with_details(agentLogTail=logs[-LOG_TAIL_CHARS:]) from exc
-                raise
+            failed = _boxwright_error_in(exc)
+            if failed is not None:
+                # A caller error (e.g. an allowlisted name resolving to an internal address) needs no logs.
+                if logs and failed.code.category is not Category.CALLER:
+                    raise failed.with_details(agentLogTail=logs[-LOG_TAIL_CHARS:]) from exc
+                if failed is exc:
+                    raise
+                raise failed from exc
             if isinstance(exc, Exception):
                 raise BoxwrightError(
                     ErrorCode.SANDBOX_START_FAILED,

@@ -126,7 +126,7 @@ class Reconciler:
             self.registry.add(rec)
             try:
                 # Loaded again: the server that made it may have died before its policy was in place.
-                await apply_network_policy(self.backend, rec, self.identity.server_id)
+                await apply_network_policy(self.backend, self.settings, rec, self.identity.server_id)
                 await self.readiness.ensure_runner(rec, Deadline.after(ADOPT_TIMEOUT_S))
             except BoxwrightError as exc:
                 reason = f"unhealthy ({exc.code.value})"

@@ -168,6 +168,9 @@ class FakeBackend(SandboxBackend):
     def host_addresses(self) -> list[str]:
         return []
 
+    def host_networks(self) -> list[str]:
+        return []
+
     def apply_network_policy(
         self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str
     ) -> str:

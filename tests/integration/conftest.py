@@ -55,8 +55,13 @@ def server_env(namespace: str, image: str, tmp_path_factory: pytest.TempPathFact
         BOXWRIGHT_IMAGE=image,
         BOXWRIGHT_LOG_LEVEL="INFO",
         XDG_CONFIG_HOME=str(state / "config"),
+        # Docker's default address pools: tests allowlist their own decoys and sandboxes on these bridges.
+        BOXWRIGHT_INTERNAL_ALLOW_HOSTS=INTERNAL_ALLOWED,
     )
     return env
+
+
+INTERNAL_ALLOWED = "172.16.0.0/12,192.168.0.0/16"
 
 
 def free_port() -> int:

@@ -277,3 +277,20 @@ async def test_forged_or_foreign_labels_are_not_adopted(host_settings: Settings,
         assert {i.sandbox_id for i in fake.list_sandboxes("unit")} == {running.id}
     finally:
         await a.close()
+
+
+async def test_internal_allowlist_entries_need_the_operator(host_settings: Settings, fake: FakeBackend) -> None:
+    refused = SandboxManager(host_settings, fake)
+    with pytest.raises(BoxwrightError) as info:
+        await refused.create(ALICE, network=NetworkPolicy(mode="allowlist", allowHosts=["pypi.org", "10.0.0.5"]))
+    assert error_of(info) is ErrorCode.INVALID_PARAMETER and "BOXWRIGHT_INTERNAL_ALLOW_HOSTS" in info.value.hint
+    assert info.value.details["errors"] == [
+        {"field": "allowHosts.1", "message": "reaches the internal range 10.0.0.0/8"}
+    ]
+    assert fake.list_sandboxes("unit") == [] and refused.list(ALICE) == []  # nothing was started
+    permitted = SandboxManager(host_settings.replace(internal_allow_hosts="10.0.0.0/24"), fake)
+    rec = await permitted.create(ALICE, network=NetworkPolicy(mode="allowlist", allowHosts=["10.0.0.5"]))
+    try:
+        assert fake.policies[rec.id].internalAllowed == ["10.0.0.0/24"]
+    finally:
+        await permitted.close()
