@@ -96,6 +96,18 @@ class Settings(EnvSettings):
     allowed_origins: Annotated[list[str] | None, NoDecode] = Field(
         None, description="Origin headers the HTTP server accepts (default: http:// and https:// of each allowed host)"
     )
+    # The workspace of each sandbox.
+    workspace_mb: int = Field(2048, ge=16, description="Size limit of a sandbox's /workspace in MiB (default)")
+    max_workspace_mb: int = Field(16384, ge=16, description="Largest workspace a sandbox_create may ask for, in MiB")
+    workspace_quota: Literal["auto", "loop", "helper", "off"] = Field(
+        "auto",
+        description="How the size limit is enforced: loop (this process, root, local engine), helper (a brief "
+        "privileged container), off (no limit); auto: loop if it can, else helper",
+    )
+    workspace_dir: Path = Field(
+        Path("/var/lib/boxwright/workspaces"),
+        description="Where workspace images live, on the engine's host (one sparse file per sandbox)",
+    )
     # Limits of each sandbox container.
     mem_limit: str = Field("2g", pattern=SIZE_PATTERN, description="Memory (and memory + swap) of a sandbox")
     cpus: float = Field(2.0, gt=0, description="CPUs of a sandbox")
@@ -162,6 +174,15 @@ class Settings(EnvSettings):
         tmp = size_bytes(self.tmp_size) if self.tmp_size else eighth
         shm = size_bytes(self.shm_size) if self.shm_size else eighth
         return tmp, shm
+
+    @model_validator(mode="after")
+    def _workspace_within_maximum(self) -> Settings:
+        if self.workspace_mb > self.max_workspace_mb:
+            raise ValueError(
+                f"{self.env_name('workspace_mb')} ({self.workspace_mb}) exceeds {self.env_name('max_workspace_mb')} "
+                f"({self.max_workspace_mb})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _scratch_fits_in_memory(self) -> Settings:

@@ -32,11 +32,26 @@ SCHEMA = PREFIX + "label-schema"
 SCHEMA_VERSION = "2"  # 1: before server identities (the token was a label)
 NETWORK = PREFIX + "network"  # the sandbox's network mode: public | none | allowlist
 ALLOW_HOSTS = PREFIX + "allow-hosts"  # with mode allowlist: the entries, comma-separated
+WORKSPACE_MB = PREFIX + "workspace-mb"  # the workspace's size limit (absent: none)
 ROLE = PREFIX + "role"  # on helper containers that are not sandboxes (the network guard)
 JOB = PREFIX + "job"  # on a throw-away sandbox made for one job (a template run): the job's id
 # What the seal covers: every label `encode` writes but the seal itself.
 SEALED = frozenset(
-    {SANDBOX, NAMESPACE, SERVER, OWNER, NAME, CREATED_AT, EXPIRES_AT, IMAGE, SCHEMA, NETWORK, ALLOW_HOSTS, JOB}
+    {
+        SANDBOX,
+        NAMESPACE,
+        SERVER,
+        OWNER,
+        NAME,
+        CREATED_AT,
+        EXPIRES_AT,
+        IMAGE,
+        SCHEMA,
+        NETWORK,
+        ALLOW_HOSTS,
+        JOB,
+        WORKSPACE_MB,
+    }
 )
 
 
@@ -55,6 +70,7 @@ class SandboxLabels:
     network: str | None  # absent on sandboxes from before network modes
     allow_hosts: tuple[str, ...]
     job: str | None = None  # set on throw-away sandboxes made for a job
+    workspace_mb: int | None = None
 
 
 def encode(rec: SandboxRecord, namespace: str, identity: ServerIdentity) -> dict[str, str]:
@@ -75,6 +91,8 @@ def encode(rec: SandboxRecord, namespace: str, identity: ServerIdentity) -> dict
         out[ALLOW_HOSTS] = ",".join(rec.allow_hosts)
     if rec.job:
         out[JOB] = rec.job
+    if rec.workspace_mb:
+        out[WORKSPACE_MB] = str(rec.workspace_mb)
     assert SEALED.issuperset(out), "a new label must be added to SEALED"
     out[SEAL] = identity.seal(out, SEALED)
     return out
@@ -97,6 +115,7 @@ def decode(labels: Mapping[str, str]) -> SandboxLabels:
         network=labels.get(NETWORK),
         allow_hosts=tuple(h for h in labels.get(ALLOW_HOSTS, "").split(",") if h),
         job=labels.get(JOB),
+        workspace_mb=int(labels[WORKSPACE_MB]) if labels.get(WORKSPACE_MB, "").isdigit() else None,
     )
 
 

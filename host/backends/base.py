@@ -17,6 +17,8 @@ class StartSpec:
     image: str
     labels: dict[str, str]
     env: dict[str, str] = field(repr=False)
+    server_id: str = ""
+    workspace_mb: int | None = None  # the workspace's size limit (None: the backend's default)
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,9 @@ class SandboxBackend(Protocol):
         self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str
     ) -> str: ...
 
-    def remove_leftover_guards(self, server_id: str, grace_s: float) -> None:
-        """Finished network guards of `server_id`, and other servers' finished more than `grace_s` ago."""
+    def sweep_leftovers(self, server_id: str, live_ids: set[str], grace_s: float) -> None:
+        """Remove what sandboxes no longer in `live_ids` left behind (finished network guards, workspace
+        images): `server_id`'s, and other servers' that are more than `grace_s` old."""
         ...
 
     def inspect(self, container_id: str) -> ContainerInfo | None: ...

@@ -22,6 +22,7 @@ from host import labels, netinfo
 from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
 from host.backends.hardening import AGENT_PORT_SPEC, Limits, hardened
 from host.backends.runner import start_code_runner
+from host.backends.workspace import WorkspaceDisks
 from host.config import Settings
 from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.models.network import NetworkPolicy
@@ -76,6 +77,14 @@ class DockerBackend(SandboxBackend):
     def __init__(self, settings: Settings, client: docker.DockerClient | None = None) -> None:
         self.settings = settings
         self.client = client or docker_client()
+        self.disks = WorkspaceDisks(
+            self.client,
+            settings.workspace_quota,
+            settings.workspace_dir,
+            engine_is_local=self.engine_is_local,
+            image=settings.image,
+            namespace=settings.namespace,
+        )
 
     # -- engine -----------------------------------------------------------------------------
     def ping(self) -> None:
@@ -124,7 +133,13 @@ class DockerBackend(SandboxBackend):
                 details={"image": spec.image},
             )
         vol = volume_name(spec.sandbox_id)
-        self.client.volumes.create(name=vol, labels=spec.labels)
+        size_mb = spec.workspace_mb or self.settings.workspace_mb
+        try:
+            disk = self.disks.prepare(spec.server_id, spec.sandbox_id, size_mb)
+            self.client.volumes.create(name=vol, labels=spec.labels, driver="local", driver_opts=disk or None)
+        except BaseException:
+            self.remove(spec.sandbox_id, None)
+            raise
         try:
             kwargs = self.run_kwargs(spec, vol)
             try:
@@ -230,7 +245,11 @@ class DockerBackend(SandboxBackend):
             )
         return out
 
-    def remove_leftover_guards(self, server_id: str, grace_s: float) -> None:
+    def sweep_leftovers(self, server_id: str, live_ids: set[str], grace_s: float) -> None:
+        self._remove_leftover_guards(server_id, grace_s)
+        self.disks.sweep(server_id, live_ids, grace_s)
+
+    def _remove_leftover_guards(self, server_id: str, grace_s: float) -> None:
         """Finished guards of a server killed while one ran: ours, and others' finished `grace_s` ago
         (a live server may be reading its guard's report right now; running guards are never touched)."""
         found = self.client.containers.list(
@@ -261,6 +280,7 @@ class DockerBackend(SandboxBackend):
             for found in self.client.containers.list(all=True, filters={"label": f"{labels.SANDBOX}={sandbox_id}"}):
                 self._remove_container(found.id or "")
         self.remove_volume(volume_name(sandbox_id))
+        self.disks.free(sandbox_id)  # its loop device and image, once the engine has unmounted it
 
     def _remove_container(self, target: str) -> None:
         try:

@@ -24,6 +24,7 @@ from host.agent_client import AgentClient
 from host.backends.base import SandboxBackend, StartSpec
 from host.config import Settings
 from host.identity import ServerIdentity, load_or_create
+from host.sandboxes import limits
 from host.sandboxes.limits import check_capacity, ttl_seconds
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
@@ -112,6 +113,7 @@ class SandboxManager:
         name: str | None = None,
         ttl_s: int | None = None,
         network: NetworkPolicy | None = None,
+        workspace_mb: int | None = None,
         deadline: Deadline | None = None,
         progress: Progress | None = None,
         job: str | None = None,
@@ -126,6 +128,7 @@ class SandboxManager:
         s = self.settings
         check_capacity(s, self.registry, caller)
         ttl = ttl_seconds(s, ttl_s)
+        workspace = limits.workspace_mb(s, workspace_mb)
         now = datetime.now(UTC).replace(microsecond=0)
         sid = "sbx_" + secrets.token_hex(6)
         network = network or NetworkPolicy(mode=s.network)
@@ -143,6 +146,7 @@ class SandboxManager:
             network=network.mode,
             allow_hosts=list(network.allowHosts),
             job=job,
+            workspace_mb=workspace,
         )
         if not self.registry.claim(sid):  # pragma: no cover - fresh random id
             raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision; retry")
@@ -159,6 +163,8 @@ class SandboxManager:
                 image=rec.image,
                 labels=labels.encode(rec, s.namespace, self.identity),
                 env=agent_env(rec.token, rec.runner_secret, expires_at=int(rec.expires_at.timestamp())),
+                server_id=self.identity.server_id,
+                workspace_mb=rec.workspace_mb,
             )
             rec.attach(await anyio.to_thread.run_sync(self.backend.start, spec))
             await step(3, "applying the network policy; waiting for the agent and the code runner")

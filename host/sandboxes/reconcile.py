@@ -79,8 +79,9 @@ class Reconciler:
                 log.warning("sandbox %s disappeared (removed outside Boxwright)", rec.id)
                 self.registry.forget(rec)
         await self._remove_orphan_volumes(seen | {rec.id for rec in self.registry})
+        live = seen | {rec.id for rec in self.registry}
         await anyio.to_thread.run_sync(
-            self.backend.remove_leftover_guards, self.identity.server_id, self.settings.foreign_grace
+            self.backend.sweep_leftovers, self.identity.server_id, live, self.settings.foreign_grace
         )
 
     def dead_for_good(self, found: Mapping[str, str], *, running: bool) -> bool:
@@ -109,6 +110,7 @@ class Reconciler:
             network=lab.network or self.settings.network,
             allow_hosts=list(lab.allow_hosts),
             job=lab.job,
+            workspace_mb=lab.workspace_mb,
         )
         rec.attach(info)
         return rec

@@ -177,7 +177,7 @@ class FakeBackend(SandboxBackend):
         self.policies[sandbox_id] = policy
         return f'{{"mode": "{policy.mode}", "enforced": false}}'
 
-    def remove_leftover_guards(self, server_id: str, grace_s: float) -> None:
+    def sweep_leftovers(self, server_id: str, live_ids: set[str], grace_s: float) -> None:
         return None
 
     def inspect(self, container_id: str) -> ContainerInfo | None:

@@ -294,3 +294,22 @@ async def test_internal_allowlist_entries_need_the_operator(host_settings: Setti
         assert fake.policies[rec.id].internalAllowed == ["10.0.0.0/24"]
     finally:
         await permitted.close()
+
+
+async def test_workspace_size_defaults_and_is_bounded(host_settings: Settings, fake: FakeBackend) -> None:
+    m = SandboxManager(host_settings.replace(workspace_mb=512, max_workspace_mb=1024), fake)
+    try:
+        assert (await m.create(ALICE)).workspace_mb == 512
+        rec = await m.create(ALICE, workspace_mb=1024)
+        assert rec.workspace_mb == 1024 and rec.view().workspaceMb == 1024
+        assert labels.decode(fake.container(rec.id).labels).workspace_mb == 1024
+        with pytest.raises(BoxwrightError) as info:
+            await m.create(ALICE, workspace_mb=1025)
+        assert error_of(info) is ErrorCode.INVALID_PARAMETER and "BOXWRIGHT_MAX_WORKSPACE_MB" in info.value.hint
+    finally:
+        await m.close()
+    unlimited = SandboxManager(host_settings.replace(workspace_quota="off"), fake)
+    try:
+        assert (await unlimited.create(ALICE, workspace_mb=64)).workspace_mb is None
+    finally:
+        await unlimited.close()
