@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 QuotaMode = Literal["auto", "loop", "helper", "off"]
 HELPER_CMD = ["python3", "-m", "sandbox_image.wsdisk"]
 HELPER_TIMEOUT_S = 60
+HELPER_SWEEP_EVERY_S = 600.0  # a sweep through the helper starts a container: not on every reaper pass
 OFF_HINT = "set BOXWRIGHT_WORKSPACE_QUOTA=off to run sandboxes without a workspace size limit"
 
 
@@ -53,6 +55,7 @@ class WorkspaceDisks:
         self.root = root
         self.image = image
         self.namespace = namespace
+        self._swept_at: float | None = None
 
     @property
     def limited(self) -> bool:
@@ -92,6 +95,10 @@ class WorkspaceDisks:
         """Free images left by sandboxes that are gone (a server killed half-way, a removal that failed)."""
         if self.mode == "off" or (self.mode == "loop" and not self.root.exists()):
             return
+        now = time.monotonic()
+        if self.mode == "helper" and self._swept_at is not None and now - self._swept_at < HELPER_SWEEP_EVERY_S:
+            return
+        self._swept_at = now
         try:
             if self.mode == "loop":
                 freed = wsdisk.sweep(self.root, server_id, live, grace_s)

@@ -57,6 +57,7 @@ def server_env(namespace: str, image: str, tmp_path_factory: pytest.TempPathFact
         XDG_CONFIG_HOME=str(state / "config"),
         # Docker's default address pools: tests allowlist their own decoys and sandboxes on these bridges.
         BOXWRIGHT_INTERNAL_ALLOW_HOSTS=INTERNAL_ALLOWED,
+        BOXWRIGHT_WORKSPACE_DIR=str(state / "workspaces"),  # the test run's workspace images stay in its tmp
     )
     return env
 
