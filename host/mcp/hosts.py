@@ -6,7 +6,8 @@ it is bound to. Protection is always on; the lists are the operator's (`allowed_
 - 0.0.0.0 / :: (every interface): this machine's names and every address of it;
 - any other address: that address and this machine's names.
 
-Each with the port the server listens on; origins are http:// and https:// of each allowed host.
+Each with any port (`name:*`) or none: DNS rebinding shows in the name, and a proxy on another port
+(or on 80) is common; origins are http:// and https:// of each allowed host.
 """
 
 from __future__ import annotations
@@ -34,27 +35,25 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _host_value(name: str, port: int) -> str:
+def _host_value(name: str) -> str:
     try:
         if ipaddress.ip_address(name).version == 6:
-            name = f"[{name}]"
+            return f"[{name}]"
     except ValueError:
         pass
-    return f"{name}:{port}"
+    return name
 
 
-def default_hosts(bind: str, port: int) -> list[str]:
-    """The Host values a server bound to `bind`:`port` accepts when the operator names none."""
+def default_hosts(bind: str) -> list[str]:
+    """The Host values a server bound to `bind` accepts when the operator names none."""
     if is_loopback(bind):
         names = ["127.0.0.1", "localhost", "::1", bind]
     elif bind in WILDCARD_BINDS:
         names = ["127.0.0.1", "::1", *netinfo.machine_names(), *netinfo.local_addresses()]
     else:
         names = [bind, *netinfo.machine_names()]
-    values = [_host_value(n, port) for n in dict.fromkeys(names)]
-    if port == 80:  # clients leave the default port out of the Host header
-        values += [v.rsplit(":", 1)[0] for v in values]
-    return values
+    values = [_host_value(n) for n in dict.fromkeys(names)]
+    return [f"{v}:*" for v in values] + values
 
 
 def check_entries(hosts: Sequence[str], origins: Sequence[str]) -> None:
@@ -68,10 +67,10 @@ def check_entries(hosts: Sequence[str], origins: Sequence[str]) -> None:
 
 
 def transport_security(
-    bind: str, port: int, hosts: Sequence[str] | None = None, origins: Sequence[str] | None = None
+    bind: str, hosts: Sequence[str] | None = None, origins: Sequence[str] | None = None
 ) -> TransportSecuritySettings:
-    """The SDK's Host/Origin checks for a server on `bind`:`port`; ValueError for a bad or empty list."""
-    allowed = list(hosts) if hosts is not None else default_hosts(bind, port)
+    """The SDK's Host/Origin checks for a server bound to `bind`; ValueError for a bad or empty list."""
+    allowed = list(hosts) if hosts is not None else default_hosts(bind)
     if not allowed:
         raise ValueError("no Host header would be accepted: name at least one allowed host")
     allowed_origins = (

@@ -103,7 +103,7 @@ def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) ->
     server = build_server(services, http_caller(services))
     settings = services.settings
     # Host/Origin checks on every bind (raises ValueError for a bad list: serve_http reports it).
-    security = transport_security(host, port, settings.allowed_hosts, settings.allowed_origins)
+    security = transport_security(host, settings.allowed_hosts, settings.allowed_origins)
     # Resumable streams: a priming event and `retry` on every SSE response, missed events replayed.
     app = server.streamable_http_app(
         streamable_http_path="/mcp",

@@ -200,7 +200,7 @@ INIT = {
     ("bind", "good", "bad"),
     [
         ("0.0.0.0", [f"{socket.gethostname()}:8765", "127.0.0.1:8765"], ["0.0.0.0:8765", "evil.example:8765"]),
-        ("127.0.0.2", ["127.0.0.2:8765", "localhost:8765"], ["evil.example:8765", "127.0.0.2:9999"]),
+        ("127.0.0.2", ["127.0.0.2:8765", "localhost:9999", "localhost"], ["evil.example:8765", "127.0.0.3:8765"]),
     ],
 )
 async def test_host_headers_are_checked_on_every_bind(
@@ -224,11 +224,11 @@ async def test_host_headers_are_checked_on_every_bind(
 
 
 def test_allowed_hosts_are_the_operators_when_given(host_settings) -> None:
-    security = transport_security("0.0.0.0", 8765, ["mcp.example.org", "10.0.0.5:*"])
+    security = transport_security("0.0.0.0", ["mcp.example.org", "10.0.0.5:*"])
     assert security.allowed_hosts == ["mcp.example.org", "10.0.0.5:*"]
     assert "https://mcp.example.org" in security.allowed_origins and security.enable_dns_rebinding_protection
     for hosts in ([], ["http://mcp.example.org/"], ["a b"]):
         with pytest.raises(ValueError):
-            transport_security("0.0.0.0", 8765, hosts)
+            transport_security("0.0.0.0", hosts)
     settings = host_settings.replace(allowed_hosts="a.example, b.example:8000")
     assert settings.allowed_hosts == ["a.example", "b.example:8000"]
