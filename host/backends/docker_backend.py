@@ -233,7 +233,7 @@ class DockerBackend(SandboxBackend):
             raise _start_failed("the network guard did not finish", exc) from exc
         finally:
             # Off the critical path (~0.2 s): the guard has exited and holds nothing. Should this
-            # process die first, reconcile's remove_leftover_guards sweeps it.
+            # process die first, reconcile's sweep_leftovers removes it.
             threading.Thread(target=self._remove_container, args=(guard.id or name,), daemon=True).start()
         if status == NETGUARD_REFUSED:  # an allowlist entry resolves to an internal address
             raise invalid_parameter("allowHosts", err.removeprefix("netguard: ")[-500:], hint=INTERNAL_HINT)
