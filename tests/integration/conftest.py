@@ -31,13 +31,30 @@ def docker_client() -> docker.DockerClient:
 def namespace(docker_client: docker.DockerClient) -> Iterator[str]:
     ns = f"test-{secrets.token_hex(4)}"
     yield ns
-    # Safety net: nothing of this run may outlive it.
-    for c in docker_client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={ns}"}):
+    remove_namespace(docker_client, ns)  # safety net: nothing of this run may outlive it
+
+
+def remove_namespace(client: docker.DockerClient, ns: str) -> None:
+    """Everything a test's servers made in namespace `ns`: containers, volumes, the network."""
+    for c in client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={ns}"}):
         c.remove(force=True)
-    for v in docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}):
+    for v in client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}):
         v.remove(force=True)
-    for n in docker_client.networks.list(names=[f"boxwright-{ns}"]):
+    for n in client.networks.list(names=[f"boxwright-{ns}"]):
         n.remove()
+
+
+def own_env(server_env: dict[str, str], suffix: str, state: Path, **extra: str) -> dict[str, str]:
+    """A test server's environment in a namespace (`<run's>-<suffix>`) and state dir of its own; no token
+    file, so an anonymous loopback server (owner `local`)."""
+    env = dict(server_env)
+    env.update(
+        BOXWRIGHT_NAMESPACE=f"{server_env['BOXWRIGHT_NAMESPACE']}-{suffix}",
+        BOXWRIGHT_STATE_DIR=str(state),
+        XDG_CONFIG_HOME=str(state / "config"),
+        **extra,
+    )
+    return env
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import HttpServer
+from tests.integration.conftest import HttpServer, own_env
 
 INITIALIZE = json.dumps(
     {
@@ -67,13 +67,7 @@ def test_exactly_one_valid_bearer_header_is_accepted(http_server: HttpServer, to
 @pytest.fixture
 def anonymous_env(server_env: dict, tmp_path: Path) -> dict:
     """A server of its own namespace without tokens (loopback only)."""
-    env = dict(server_env)
-    env.update(
-        BOXWRIGHT_NAMESPACE=f"{server_env['BOXWRIGHT_NAMESPACE']}-hosts",
-        BOXWRIGHT_STATE_DIR=str(tmp_path / "state"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-    )
-    return env
+    return own_env(server_env, "hosts", tmp_path / "state")
 
 
 def test_dns_rebinding_protection_on_any_loopback_address(anonymous_env: dict, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import docker
 import pytest
 
 from host import labels
-from tests.integration.conftest import HttpServer
+from tests.integration.conftest import HttpServer, own_env, remove_namespace
 from tests.integration.mcp_helpers import http_session
 
 PTR = """
@@ -73,21 +73,11 @@ async def test_processes_that_escape_their_session_end_with_the_run(http_server:
 
 @pytest.fixture
 def small_server(server_env: dict, tmp_path: Path, docker_client: docker.DockerClient):
-    env = dict(server_env)
-    ns = f"{server_env['BOXWRIGHT_NAMESPACE']}-pids"
-    env.update(
-        BOXWRIGHT_NAMESPACE=ns,
-        BOXWRIGHT_STATE_DIR=str(tmp_path / "state"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        BOXWRIGHT_PIDS_LIMIT="120",
-    )
+    env = own_env(server_env, "pids", tmp_path / "state", BOXWRIGHT_PIDS_LIMIT="120")
     server = HttpServer(env, tmp_path / "server.log")
     yield server
     server.stop()
-    for c in docker_client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={ns}"}):
-        c.remove(force=True)
-    for n in docker_client.networks.list(names=[f"boxwright-{ns}"]):
-        n.remove()
+    remove_namespace(docker_client, env["BOXWRIGHT_NAMESPACE"])
 
 
 async def test_running_out_of_processes_is_a_resource_error(small_server: HttpServer) -> None:
@@ -123,21 +113,11 @@ echo allocated
 
 @pytest.fixture
 def one_gig_server(server_env: dict, tmp_path: Path, docker_client: docker.DockerClient):
-    env = dict(server_env)
-    ns = f"{server_env['BOXWRIGHT_NAMESPACE']}-oom"
-    env.update(
-        BOXWRIGHT_NAMESPACE=ns,
-        BOXWRIGHT_STATE_DIR=str(tmp_path / "state"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        BOXWRIGHT_MEM_LIMIT="1g",
-    )
+    env = own_env(server_env, "oom", tmp_path / "state", BOXWRIGHT_MEM_LIMIT="1g")
     server = HttpServer(env, tmp_path / "server.log")
     yield server
     server.stop()
-    for c in docker_client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={ns}"}):
-        c.remove(force=True)
-    for n in docker_client.networks.list(names=[f"boxwright-{ns}"]):
-        n.remove()
+    remove_namespace(docker_client, env["BOXWRIGHT_NAMESPACE"])
 
 
 async def test_code_pinning_memory_in_tmpfs_cannot_kill_the_agent(

@@ -11,19 +11,8 @@ import docker
 import pytest
 
 from host import labels
-from tests.integration.conftest import HttpServer
+from tests.integration.conftest import HttpServer, own_env, remove_namespace
 from tests.integration.mcp_helpers import http_session
-
-
-def env_for(server_env: dict, suffix: str, tmp_path: Path, **extra: str) -> dict:
-    env = dict(server_env)
-    env.update(
-        BOXWRIGHT_NAMESPACE=f"{server_env['BOXWRIGHT_NAMESPACE']}-{suffix}",
-        BOXWRIGHT_STATE_DIR=str(tmp_path),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),  # no token file: anonymous loopback server
-    )
-    env.update(extra)
-    return env
 
 
 def containers(client: docker.DockerClient, namespace: str) -> dict[str, object]:
@@ -36,18 +25,13 @@ def cleanup_namespace(docker_client: docker.DockerClient):
     spaces: list[str] = []
     yield spaces
     for ns in spaces:
-        for c in containers(docker_client, ns).values():
-            c.remove(force=True)
-        for v in docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}):
-            v.remove(force=True)
-        for n in docker_client.networks.list(names=[f"boxwright-{ns}"]):
-            n.remove()
+        remove_namespace(docker_client, ns)
 
 
 async def test_sigkilled_server_leaves_nothing_behind(
     server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
 ) -> None:
-    env = env_for(server_env, "restart", tmp_path)
+    env = own_env(server_env, "restart", tmp_path)
     ns = env["BOXWRIGHT_NAMESPACE"]
     cleanup_namespace.append(ns)
     first = HttpServer(env, tmp_path / "first.log")
@@ -79,7 +63,7 @@ async def test_sigkilled_server_leaves_nothing_behind(
 async def test_ttl_expiry_and_limits(
     server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
 ) -> None:
-    env = env_for(server_env, "ttl", tmp_path, BOXWRIGHT_REAP_INTERVAL="1", BOXWRIGHT_MAX_SANDBOXES_PER_OWNER="2")
+    env = own_env(server_env, "ttl", tmp_path, BOXWRIGHT_REAP_INTERVAL="1", BOXWRIGHT_MAX_SANDBOXES_PER_OWNER="2")
     ns = env["BOXWRIGHT_NAMESPACE"]
     cleanup_namespace.append(ns)
     server = HttpServer(env, tmp_path / "ttl.log")

@@ -18,7 +18,7 @@ import pytest
 
 from host import identity, labels
 from host.testing import BoxwrightContainer
-from tests.integration.conftest import HttpServer
+from tests.integration.conftest import HttpServer, own_env, remove_namespace
 from tests.integration.mcp_helpers import http_session
 
 
@@ -27,43 +27,34 @@ def containers(client: docker.DockerClient, namespace: str) -> dict[str, object]
     return {c.labels[labels.SANDBOX]: c for c in found if labels.SANDBOX in c.labels}
 
 
+SHARED = "shared"
+
+
 @pytest.fixture
 def shared_namespace(server_env: dict, docker_client: docker.DockerClient):
-    ns = f"{server_env['BOXWRIGHT_NAMESPACE']}-shared"
+    ns = f"{server_env['BOXWRIGHT_NAMESPACE']}-{SHARED}"
     yield ns
-    for c in containers(docker_client, ns).values():
-        c.remove(force=True)
-    for v in docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}):
-        v.remove(force=True)
-    for n in docker_client.networks.list(names=[f"boxwright-{ns}"]):
-        n.remove()
+    remove_namespace(docker_client, ns)
 
 
 B = {"BOXWRIGHT_FOREIGN_GRACE": "0"}
 
 
-def server_in(server_env: dict, namespace: str, state: Path, **extra: str) -> dict:
-    env = dict(server_env)
-    env.update(
-        BOXWRIGHT_NAMESPACE=namespace,
-        BOXWRIGHT_STATE_DIR=str(state),
-        XDG_CONFIG_HOME=str(state / "config"),  # no tokens: anonymous loopback servers, owner `local`
-        BOXWRIGHT_REAP_INTERVAL="1",
-        **extra,
-    )
-    return env
+def server_in(server_env: dict, state: Path, **extra: str) -> dict:
+    """A server of the shared namespace with a state dir of its own (another OS user's), reaping every second."""
+    return own_env(server_env, SHARED, state, BOXWRIGHT_REAP_INTERVAL="1", **extra)
 
 
 async def test_two_servers_never_adopt_or_destroy_each_others_sandboxes(
     server_env: dict, shared_namespace: str, tmp_path: Path, docker_client: docker.DockerClient
 ) -> None:
-    a = HttpServer(server_in(server_env, shared_namespace, tmp_path / "a"), tmp_path / "a.log")
+    a = HttpServer(server_in(server_env, tmp_path / "a"), tmp_path / "a.log")
     b = None
     try:
         async with http_session(a.url) as s:
             mine = (await s.ok("sandbox_create", {"name": "a-one"}))["sandboxId"]
             await s.ok("file_write", {"path": "secret.txt", "content": "A's data"})
-        b = HttpServer(server_in(server_env, shared_namespace, tmp_path / "b", **B), tmp_path / "b.log")
+        b = HttpServer(server_in(server_env, tmp_path / "b", **B), tmp_path / "b.log")
         async with http_session(b.url) as s:
             assert (await s.ok("sandbox_list"))["sandboxes"] == []  # B adopted nothing of A's
             assert (await s.error("file_read", {"sandboxId": mine, "path": "secret.txt"})).code == "SANDBOX_NOT_FOUND"
@@ -79,7 +70,7 @@ async def test_two_servers_never_adopt_or_destroy_each_others_sandboxes(
         # A dies for good (SIGKILL): its sandbox keeps running, and B (restarted) leaves it alone.
         a.proc.send_signal(signal.SIGKILL)
         a.proc.wait(10)
-        b = HttpServer(server_in(server_env, shared_namespace, tmp_path / "b", **B), tmp_path / "b2.log")
+        b = HttpServer(server_in(server_env, tmp_path / "b", **B), tmp_path / "b2.log")
         await anyio.sleep(2.5)
         assert containers(docker_client, shared_namespace)[mine].status == "running"  # type: ignore[attr-defined]
         assert "adopted sandbox" not in b.log() and mine not in b.log()
@@ -94,7 +85,7 @@ async def test_a_dead_servers_sandbox_ends_itself_and_is_then_removed(
 ) -> None:
     """The agent is told its expiry and exits after it (so a dead server's sandbox does not live on); a
     stopped, expired sandbox of another server is removed by a live one."""
-    a = HttpServer(server_in(server_env, shared_namespace, tmp_path / "a"), tmp_path / "a.log")
+    a = HttpServer(server_in(server_env, tmp_path / "a"), tmp_path / "a.log")
     try:
         async with http_session(a.url) as s:
             sid = (await s.ok("sandbox_create", {"ttlSeconds": 10}))["sandboxId"]
@@ -107,7 +98,7 @@ async def test_a_dead_servers_sandbox_ends_itself_and_is_then_removed(
         a.stop()
     # Stand-in for its agent's own exit a minute after expiry (shown on a container of its own below).
     c.stop(timeout=1)  # type: ignore[attr-defined]
-    b = HttpServer(server_in(server_env, shared_namespace, tmp_path / "b", **B), tmp_path / "b.log")
+    b = HttpServer(server_in(server_env, tmp_path / "b", **B), tmp_path / "b.log")
     try:
         deadline = time.monotonic() + 30
         while sid in containers(docker_client, shared_namespace) and time.monotonic() < deadline:  # noqa: ASYNC110
@@ -141,7 +132,7 @@ async def test_no_secret_in_labels_inspect_or_events(
     token the agent accepts, or the server's secrets. Every string shown is tried as a bearer token."""
     since = datetime.now(UTC)
     state = tmp_path / "a"
-    a = HttpServer(server_in(server_env, shared_namespace, state), tmp_path / "a.log")
+    a = HttpServer(server_in(server_env, state), tmp_path / "a.log")
     try:
         async with http_session(a.url) as s:
             sid = (await s.ok("sandbox_create"))["sandboxId"]

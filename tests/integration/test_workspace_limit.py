@@ -14,7 +14,7 @@ import pytest
 
 from host import labels
 from sandbox_image import wsdisk
-from tests.integration.conftest import HttpServer
+from tests.integration.conftest import HttpServer, own_env, remove_namespace
 from tests.integration.mcp_helpers import http_session
 
 FLOOD = """
@@ -34,12 +34,10 @@ def limited_server(
 ):
     if os.geteuid() != 0 and request.param == "loop":
         pytest.skip("the loop mode needs a server running as root")
-    ns = f"{server_env['BOXWRIGHT_NAMESPACE']}-ws-{request.param}"
-    env = dict(server_env)
-    env.update(
-        BOXWRIGHT_NAMESPACE=ns,
-        BOXWRIGHT_STATE_DIR=str(tmp_path / "state"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    env = own_env(
+        server_env,
+        f"ws-{request.param}",
+        tmp_path / "state",
         BOXWRIGHT_WORKSPACE_MB="64",
         BOXWRIGHT_MAX_WORKSPACE_MB="128",
         BOXWRIGHT_WORKSPACE_QUOTA=request.param,
@@ -49,10 +47,7 @@ def limited_server(
     server.workspaces = tmp_path / "workspaces"  # type: ignore[attr-defined]
     yield server
     server.stop()
-    for c in docker_client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={ns}"}):
-        c.remove(force=True)
-    for n in docker_client.networks.list(names=[f"boxwright-{ns}"]):
-        n.remove()
+    remove_namespace(docker_client, env["BOXWRIGHT_NAMESPACE"])
 
 
 def images_of(directory: Path, sandbox_id: str) -> list[Path]:
