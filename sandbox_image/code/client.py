@@ -88,10 +88,15 @@ class RunnerLink:
         return self._conn is not None and self._conn.open
 
     async def start(self) -> None:
+        # The socket appears under its name only once its mode and group let the runner in: the daemon
+        # may be connecting already, and a socket it cannot open yet (EACCES) would end it for good.
+        staging = f"{self.socket_path}.new"
+        remove_stale_socket(staging)
         remove_stale_socket(self.socket_path)
-        self._server = await asyncio.start_unix_server(self._admit, self.socket_path, limit=MAX_LINE_BYTES)
-        os.chmod(self.socket_path, SOCKET_MODE)
-        share_socket(self.socket_path, self.group)
+        self._server = await asyncio.start_unix_server(self._admit, staging, limit=MAX_LINE_BYTES)
+        os.chmod(staging, SOCKET_MODE)
+        share_socket(staging, self.group)
+        os.rename(staging, self.socket_path)
         if self.runner_uid is None or self.secret_sha256 is None:
             log.warning("no runner user or secret configured: no code runner will be admitted")
 

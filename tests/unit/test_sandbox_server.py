@@ -7,6 +7,7 @@ import base64
 import grp
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from rpc.methods import FILE_READ, SANDBOX_INFO
 from rpc.models.files import FileReadParams, FileReadResult
 from rpc.models.sandbox import Health, SandboxInfoParams, SandboxInfoResult
 from rpc.settings import SettingsError
+from sandbox_image.code import client as code_client
 from sandbox_image.code.channel import hello
 from sandbox_image.code.client import share_socket
 from sandbox_image.config import SandboxSettings
@@ -272,6 +274,28 @@ async def test_runner_validation_errors_come_back_intact(
 
 async def test_runner_socket_is_the_agents_and_group_accessible(agent: Client, agent_config: Any) -> None:
     assert os.stat(agent_config.runner_socket).st_mode & 0o777 == 0o660
+
+
+async def test_runner_socket_appears_only_once_the_runner_may_open_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon may be connecting while the agent starts: the socket's name must not exist before its mode
+    and group are set (a connect refused with EACCES ends the daemon, and the sandbox never gets a runner)."""
+    path = str(tmp_path / "runner.sock")
+    seen: list[tuple[bool, int]] = []
+
+    def share(staged: str, group: str | None) -> None:
+        seen.append((os.path.exists(path), os.stat(staged).st_mode & 0o777))
+
+    monkeypatch.setattr(code_client, "share_socket", share)
+    link = code_client.RunnerLink(path, runner_uid=os.getuid() + 1, secret_sha256="0" * 64, group="sandbox")
+    await link.start()
+    try:
+        assert seen == [(False, 0o660)]
+        assert stat.S_ISSOCK(os.stat(path).st_mode) and os.stat(path).st_mode & 0o777 == 0o660
+        assert os.listdir(tmp_path) == ["runner.sock"]
+    finally:
+        await link.close()
 
 
 async def test_only_the_genuine_runner_is_admitted(
