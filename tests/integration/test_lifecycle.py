@@ -69,11 +69,12 @@ async def test_ttl_expiry_and_limits(
     server = HttpServer(env, tmp_path / "ttl.log")
     try:
         async with http_session(server.url) as s:
-            short = (await s.ok("sandbox_create", {"ttlSeconds": 10}))["sandboxId"]
             other = (await s.ok("sandbox_create"))["sandboxId"]
+            # Made last, so its TTL runs out only after the limit check below, however slow starts are.
+            short = (await s.ok("sandbox_create", {"ttlSeconds": 15}))["sandboxId"]
             full = await s.error("sandbox_create")
             assert full.code == "SANDBOX_LIMIT_REACHED" and full.data["details"]["limit"] == 2
-            for _ in range(60):  # the reaper runs every second; the TTL is 10 s
+            for _ in range(80):  # the reaper runs every second; the TTL is 15 s
                 if short not in containers(docker_client, ns):
                     break
                 await anyio.sleep(0.5)
