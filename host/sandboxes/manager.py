@@ -23,10 +23,13 @@ from host import labels
 from host.agent_client import AgentClient
 from host.backends.base import SandboxBackend, StartSpec
 from host.config import Settings
+from host.identity import ServerIdentity, load_or_create
+from host.sandboxes import limits
 from host.sandboxes.limits import check_capacity, ttl_seconds
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from host.sandboxes.network import apply_network_policy
+from host.sandboxes.network import complete as complete_policy
 from host.sandboxes.readiness import Readiness, diagnose, status_of
 from host.sandboxes.reconcile import Reconciler
 from host.sandboxes.registry import SandboxRegistry
@@ -44,6 +47,15 @@ CREATE_STEPS = 4
 LOG_TAIL_CHARS = 2000
 
 
+def _boxwright_error_in(exc: BaseException) -> BoxwrightError | None:
+    """`exc` itself, or the first BoxwrightError of a task group's exception group."""
+    if isinstance(exc, BoxwrightError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        return next((found for e in exc.exceptions if (found := _boxwright_error_in(e)) is not None), None)
+    return None
+
+
 class SandboxManager:
     def __init__(
         self,
@@ -52,14 +64,18 @@ class SandboxManager:
         *,
         image_provider: ImageProvider | None = None,
         agent: AgentClient | None = None,
+        identity: ServerIdentity | None = None,
     ) -> None:
         self.settings = settings
+        self.identity = identity or load_or_create(settings.state_dir)
         self.backend = backend
         self.agent = agent or AgentClient()
         self._image_provider = image_provider
         self.registry = SandboxRegistry(OwnershipLocks(settings.state_dir, settings.namespace))
         self.readiness = Readiness(backend, self.agent)
-        self.reconciler = Reconciler(settings, backend, self.registry, self.readiness, self._remove_orphan)
+        self.reconciler = Reconciler(
+            settings, self.identity, backend, self.registry, self.readiness, self._remove_orphan
+        )
 
     # -- lifecycle of the manager ------------------------------------------------------------
     async def start(self) -> None:
@@ -97,6 +113,7 @@ class SandboxManager:
         name: str | None = None,
         ttl_s: int | None = None,
         network: NetworkPolicy | None = None,
+        workspace_mb: int | None = None,
         deadline: Deadline | None = None,
         progress: Progress | None = None,
         job: str | None = None,
@@ -111,9 +128,12 @@ class SandboxManager:
         s = self.settings
         check_capacity(s, self.registry, caller)
         ttl = ttl_seconds(s, ttl_s)
+        workspace = limits.workspace_mb(s, workspace_mb)
         now = datetime.now(UTC).replace(microsecond=0)
         sid = "sbx_" + secrets.token_hex(6)
         network = network or NetworkPolicy(mode=s.network)
+        # Before anything starts: a caller may not allowlist internal addresses without the operator's say.
+        await complete_policy(self.backend, s, network.mode, network.allowHosts)
         rec = SandboxRecord(
             id=sid,
             owner=caller.owner,
@@ -121,10 +141,12 @@ class SandboxManager:
             image=s.image,
             created_at=now,
             expires_at=now + timedelta(seconds=ttl),
-            token=secrets.token_urlsafe(32),
+            token=self.identity.sandbox_token(s.namespace, sid),
+            runner_secret=self.identity.runner_secret(s.namespace, sid),
             network=network.mode,
             allow_hosts=list(network.allowHosts),
             job=job,
+            workspace_mb=workspace,
         )
         if not self.registry.claim(sid):  # pragma: no cover - fresh random id
             raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision; retry")
@@ -137,7 +159,12 @@ class SandboxManager:
             deadline = deadline or Deadline.after(s.startup_timeout)
             await step(2, "starting the container")
             spec = StartSpec(
-                sandbox_id=sid, image=rec.image, labels=labels.encode(rec, s.namespace), env=agent_env(rec.token)
+                sandbox_id=sid,
+                image=rec.image,
+                labels=labels.encode(rec, s.namespace, self.identity),
+                env=agent_env(rec.token, rec.runner_secret, expires_at=int(rec.expires_at.timestamp())),
+                server_id=self.identity.server_id,
+                workspace_mb=rec.workspace_mb,
             )
             rec.attach(await anyio.to_thread.run_sync(self.backend.start, spec))
             await step(3, "applying the network policy; waiting for the agent and the code runner")
@@ -145,7 +172,7 @@ class SandboxManager:
             # in parallel instead of one after the other, while the network guard loads the policy.
             # Nothing untrusted runs before all three are done: the caller gets the id only then.
             async with anyio.create_task_group() as tg:
-                tg.start_soon(apply_network_policy, self.backend, rec)
+                tg.start_soon(apply_network_policy, self.backend, s, rec, self.identity.server_id)
                 await self.readiness.start_runner(rec, deadline)
             await step(4, "ready")
         except BaseException as exc:
@@ -154,10 +181,14 @@ class SandboxManager:
                     await anyio.to_thread.run_sync(self.backend.logs_tail, rec.container_id) if rec.container_id else ""
                 )
                 await self._remove(rec, "failed to start", tombstone=False)
-            if isinstance(exc, BoxwrightError):
-                if logs:
-                    raise exc.with_details(agentLogTail=logs[-LOG_TAIL_CHARS:]) from exc
-                raise
+            failed = _boxwright_error_in(exc)
+            if failed is not None:
+                # A caller error (e.g. an allowlisted name resolving to an internal address) needs no logs.
+                if logs and failed.code.category is not Category.CALLER:
+                    raise failed.with_details(agentLogTail=logs[-LOG_TAIL_CHARS:]) from exc
+                if failed is exc:
+                    raise
+                raise failed from exc
             if isinstance(exc, Exception):
                 raise BoxwrightError(
                     ErrorCode.SANDBOX_START_FAILED,
@@ -204,9 +235,10 @@ class SandboxManager:
             try:
                 return rec, await self.agent.call(rec.endpoint, method, params, deadline)
             except BoxwrightError as exc:
-                if exc.code is not ErrorCode.CODE_RUNNER_UNAVAILABLE:
-                    raise
-                # The code runner daemon died (e.g. killed by user code): restart it once and retry.
+                if exc.code is not ErrorCode.CODE_RUNNER_UNAVAILABLE or exc.details.get("sent") is not False:
+                    raise  # e.g. RUN_OUTCOME_UNKNOWN: it may have run, so it must not run twice
+                # No code runner (e.g. killed by user code) and the call never reached one: start a
+                # new runner and retry once.
                 log.warning("code runner of %s is down; restarting it", rec.id)
                 await self.readiness.start_runner(rec, deadline)
                 return rec, await self.agent.call(rec.endpoint, method, params, deadline)
