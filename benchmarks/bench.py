@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -59,6 +58,7 @@ from host.config import Settings
 from host.image.builder import ensure_image
 from host.mcp.results import error_body
 from rpc import methods
+from rpc.agent import agent_env
 from rpc.deadline import Deadline
 from rpc.models.code import CodeRunParams
 from rpc.models.files import FileReadParams, FileWriteParams
@@ -452,13 +452,13 @@ class Harness:
         """
         self._serial += 1
         sid = f"{self.namespace}-{tag}{self._serial}"
-        token = secrets.token_urlsafe(32)
+        token, runner_secret = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         spec = StartSpec(
             sandbox_id=sid,
             image=self.settings.image,
             # No io.boxwright.sandbox label: the server under test must neither adopt nor reap these.
             labels={labels.NAMESPACE: self.namespace, BENCH_LABEL: self.run_id},
-            env={"BOXWRIGHT_TOKEN_SHA256": hashlib.sha256(token.encode()).hexdigest()},
+            env=agent_env(token, runner_secret),
         )
         vol = volume_name(sid)
         started = time.perf_counter()
@@ -470,14 +470,14 @@ class Harness:
         bare.marks["run"] = (time.perf_counter() - started) * 1000
         try:
             if runner_at_once:
-                self.backend.start_code_runner(container.id or "")
+                self.backend.start_code_runner(container.id or "", runner_secret)
                 self._poll_health(bare, need_runner=True, waits=waits)
                 bare.marks["runner"] = (time.perf_counter() - started) * 1000
                 return bare
             self._poll_health(bare, need_runner=False, waits=waits)
             bare.marks["agent"] = (time.perf_counter() - started) * 1000
             if with_runner:
-                self.backend.start_code_runner(container.id or "")
+                self.backend.start_code_runner(container.id or "", runner_secret)
                 self._poll_health(bare, need_runner=True, waits=waits)
                 bare.marks["runner"] = (time.perf_counter() - started) * 1000
         except BaseException:

@@ -18,6 +18,7 @@ import anyio
 
 from host import __version__, labels, logs
 from host.config import Settings
+from host.identity import IdentityError
 from host.mcp.auth import OWNER_PATTERN, TokenStore, default_token_file
 from rpc.errors import BoxwrightError
 from rpc.settings import SettingsError
@@ -36,7 +37,12 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from host.mcp.server import TOOLSETS, serve_http, serve_stdio
     from host.services import Services
 
-    settings = settings.replace(keep_on_exit=True if args.keep_sandboxes else None, toolsets=args.toolsets)
+    settings = settings.replace(
+        keep_on_exit=True if args.keep_sandboxes else None,
+        toolsets=args.toolsets,
+        allowed_hosts=args.allowed_host,
+        allowed_origins=args.allowed_origin,
+    )
     unknown = set(settings.toolsets or ()) - set(TOOLSETS)
     if unknown:
         print(f"unknown toolset(s) {sorted(unknown)}; choose from {sorted(TOOLSETS)}", file=sys.stderr)
@@ -74,18 +80,24 @@ def _ts(moment: datetime | None) -> str:
 
 
 def cmd_ls(args: argparse.Namespace, settings: Settings) -> int:
+    from host import identity
     from host.sandboxes.locks import OwnershipLocks
     from host.sandboxes.overlay import OverlayStore
 
     backend = args.make_backend(settings)
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
     overlays = OverlayStore(settings.state_dir, settings.namespace)
-    header = ("SANDBOX", "OWNER", "NAME", "STATUS", "NETWORK", "MANAGED", "CREATED", "EXPIRES")
+    mine = identity.find(settings.state_dir)
+    header = ("SANDBOX", "OWNER", "NAME", "STATUS", "NETWORK", "SERVER", "MANAGED", "CREATED", "EXPIRES")
     rows, pooled = [header], [header]
     for info in backend.list_sandboxes(settings.namespace):
-        managed = "no (orphan)" if locks.try_acquire(info.sandbox_id) else "yes"
-        locks.release(info.sandbox_id, forget=False)
         lab = labels.decode(info.labels)
+        if mine is not None and labels.made_by(info.labels, mine):
+            server = "this one"
+            managed = "no (orphan)" if locks.try_acquire(info.sandbox_id) else "yes"
+            locks.release(info.sandbox_id, forget=False)
+        else:
+            server, managed = lab.server_id or "(older version)", "?"
         # What changed since the labels were written (a pooled sandbox's claim, a longer TTL) is in its overlay.
         over = overlays.load(info.sandbox_id)
         row = (
@@ -94,6 +106,7 @@ def cmd_ls(args: argparse.Namespace, settings: Settings) -> int:
             (over.name if over else lab.name) or "-",
             info.status,
             lab.network or "?",
+            server,
             managed,
             _ts(over.createdAt if over else lab.created_at),
             _ts(over.expiresAt if over else lab.expires_at),
@@ -113,10 +126,12 @@ def _print_table(rows: Sequence[tuple[str, ...]]) -> None:
 
 
 def cmd_rm(args: argparse.Namespace, settings: Settings) -> int:
+    from host import identity
     from host.sandboxes.locks import OwnershipLocks
 
     backend = args.make_backend(settings)
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
+    mine = identity.find(settings.state_dir)
     known = {i.sandbox_id: i for i in backend.list_sandboxes(settings.namespace)}
     targets = list(known) if args.all else args.sandbox_ids
     status = 0
@@ -124,6 +139,11 @@ def cmd_rm(args: argparse.Namespace, settings: Settings) -> int:
         info = known.get(sid)
         if info is None:
             print(f"{sid}: no such sandbox in namespace {settings.namespace}", file=sys.stderr)
+            status = 1
+            continue
+        foreign = mine is None or not labels.made_by(info.labels, mine)
+        if foreign and info.status == "running" and not args.force:
+            print(f"{sid}: running, made by another server (use --force)", file=sys.stderr)
             status = 1
             continue
         if not locks.try_acquire(sid) and not args.force:
@@ -202,6 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--toolsets", default=None, help="comma-separated: sandbox,code,files,browser,templates (default: all)"
     )
     s.add_argument("--keep-sandboxes", action="store_true", help="leave sandboxes running when the server stops")
+    s.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="HOST[:PORT]",
+        help="a Host header to accept (repeatable; replaces the default list derived from --host)",
+    )
+    s.add_argument(
+        "--allowed-origin", action="append", metavar="ORIGIN", help="an Origin header to accept (repeatable)"
+    )
     s.set_defaults(func=cmd_serve)
 
     img = sub.add_parser("image", help="the sandbox image").add_subparsers(dest="image_command", required=True)
@@ -215,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("rm", help="remove sandboxes (container and workspace)")
     r.add_argument("sandbox_ids", nargs="*")
     r.add_argument("--all", action="store_true")
-    r.add_argument("--force", action="store_true", help="also those a running server manages")
+    r.add_argument("--force", action="store_true", help="also those a running server (this or another) manages")
     r.set_defaults(func=cmd_rm)
 
     sub.add_parser("doctor", help="check that everything needed is in place").set_defaults(func=cmd_doctor)
@@ -244,6 +273,9 @@ def main(argv: list[str] | None = None, *, make_backend: MakeBackend | None = No
     except BoxwrightError as exc:
         print(f"error: {exc.message} [{exc.code.value}]\nhint: {exc.hint}", file=sys.stderr)
         return 1
+    except IdentityError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -8,12 +8,29 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
+from rpc.models.network import parse_allow_entry
 from rpc.settings import EnvSettings
 
 DEFAULT_IMAGE = "boxwright-sandbox:latest"
+SIZE_PATTERN = r"^\d+(\.\d+)?\s*[bkmgtBKMGT]?[bB]?$"  # 512m, 2g, 1.5G, 1048576
+SCRATCH_MOUNTS = 3  # /tmp, /home/agent, /home/runner (host.backends.hardening)
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def size_bytes(size: str) -> int:
+    """Bytes of a size as Docker writes them (binary units: 512m, 2g)."""
+    value = size.strip().lower().removesuffix("b").strip()
+    unit = value[-1] if value[-1:].isalpha() else ""
+    return int(float(value.removesuffix(unit)) * _UNITS[unit])
+
+
+def _mib(n: int) -> str:
+    return f"{n // 2**20} MiB"
+
+
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 
@@ -32,7 +49,7 @@ class Settings(EnvSettings):
     )
     state_dir: Path = Field(
         default_factory=_state_home,
-        description="Ownership locks of live sandboxes, template runs and their artifacts "
+        description="The server's identity, ownership locks, template runs and their artifacts "
         "(default `$XDG_STATE_HOME/boxwright`)",
     )
     max_sandboxes: int = Field(20, ge=1, description="Sandboxes of this server, all owners together")
@@ -55,6 +72,11 @@ class Settings(EnvSettings):
     reap_interval: float = Field(
         15.0, gt=0, description="Seconds between checks of TTLs and dead containers, and sweeps of expired runs"
     )
+    foreign_grace: int = Field(
+        600,
+        ge=0,
+        description="Seconds past its expiry after which a stopped sandbox of another server is removed by this one",
+    )
     network: Literal["public", "none"] = Field(
         "public", description="Network mode of a sandbox created without one (`allowlist` needs hosts)"
     )
@@ -73,6 +95,11 @@ class Settings(EnvSettings):
     pool_concurrency: int = Field(
         1, ge=1, le=8, description="Pooled sandboxes started at once while the pool refills (live creates go first)"
     )
+    internal_allow_hosts: Annotated[list[str] | None, NoDecode] = Field(
+        None,
+        description="Internal ranges or hostnames (private, loopback, link-local, CGNAT, this host's) callers may "
+        "allowlist, comma-separated; default none",
+    )
     keep_on_exit: bool = Field(False, description="Leave sandboxes running when the server stops")
     toolsets: Annotated[list[str] | None, NoDecode] = Field(
         None, description="Comma-separated tool groups to offer (sandbox, code, files, browser, templates); default all"
@@ -86,12 +113,41 @@ class Settings(EnvSettings):
     run_retention: int = Field(
         24 * 3600, ge=1, description="Seconds a finished template run's result and artifacts are kept after it ends"
     )
+    # The HTTP server.
+    allowed_hosts: Annotated[list[str] | None, NoDecode] = Field(
+        None,
+        description="Host headers the HTTP server accepts, comma-separated (`name`, `name:port`, `name:*`); "
+        "default: the loopback names on a loopback address, else this machine's names and addresses",
+    )
+    allowed_origins: Annotated[list[str] | None, NoDecode] = Field(
+        None, description="Origin headers the HTTP server accepts (default: http:// and https:// of each allowed host)"
+    )
+    # The workspace of each sandbox.
+    workspace_mb: int = Field(2048, ge=16, description="Size limit of a sandbox's /workspace in MiB (default)")
+    max_workspace_mb: int = Field(16384, ge=16, description="Largest workspace a sandbox_create may ask for, in MiB")
+    workspace_quota: Literal["auto", "loop", "helper", "off"] = Field(
+        "auto",
+        description="How the size limit is enforced: loop (this process, root, local engine), helper (a brief "
+        "privileged container), off (no limit); auto: loop if it can, else helper",
+    )
+    workspace_dir: Path = Field(
+        Path("/var/lib/boxwright/workspaces"),
+        description="Where workspace images live, on the engine's host (one sparse file per sandbox)",
+    )
     # Limits of each sandbox container.
-    mem_limit: str = Field("2g", description="Memory (and memory + swap) of a sandbox")
+    mem_limit: str = Field("2g", pattern=SIZE_PATTERN, description="Memory (and memory + swap) of a sandbox")
     cpus: float = Field(2.0, gt=0, description="CPUs of a sandbox")
     pids_limit: int = Field(512, description="Processes and threads of a sandbox (-1: unlimited)")
-    shm_size: str = Field("256m", description="/dev/shm of a sandbox (Chromium uses it)")
-    tmp_size: str = Field("512m", description="Each tmpfs scratch mount (/tmp, the homes)")
+    shm_size: str | None = Field(
+        None,
+        pattern=SIZE_PATTERN,
+        description="/dev/shm of a sandbox (Chromium uses it); default an eighth of its memory",
+    )
+    tmp_size: str | None = Field(
+        None,
+        pattern=SIZE_PATTERN,
+        description="Each tmpfs scratch mount (/tmp, the homes); default an eighth of its memory",
+    )
     # Logs.
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
         "INFO", description="Host log level (logs go to stderr)"
@@ -113,12 +169,17 @@ class Settings(EnvSettings):
 
     keep_empty: ClassVar[frozenset[str]] = frozenset({"debian_security_mirror", "build_ca_bundle"})
 
-    @field_validator("toolsets", mode="before")
+    @field_validator("toolsets", "allowed_hosts", "allowed_origins", "internal_allow_hosts", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("internal_allow_hosts")
+    @classmethod
+    def _allow_entries(cls, value: list[str] | None) -> list[str] | None:
+        return [parse_allow_entry(v) for v in value] if value is not None else None
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -128,3 +189,36 @@ class Settings(EnvSettings):
     @property
     def nano_cpus(self) -> int:
         return int(self.cpus * 1e9)
+
+    @property
+    def memory_bytes(self) -> int:
+        return size_bytes(self.mem_limit)
+
+    def scratch_sizes(self) -> tuple[int, int]:
+        """(each of /tmp and the two homes, /dev/shm) in bytes: what the sandbox's tmpfs mounts may hold."""
+        eighth = self.memory_bytes // 8
+        tmp = size_bytes(self.tmp_size) if self.tmp_size else eighth
+        shm = size_bytes(self.shm_size) if self.shm_size else eighth
+        return tmp, shm
+
+    @model_validator(mode="after")
+    def _workspace_within_maximum(self) -> Settings:
+        if self.workspace_mb > self.max_workspace_mb:
+            raise ValueError(
+                f"{self.env_name('workspace_mb')} ({self.workspace_mb}) exceeds {self.env_name('max_workspace_mb')} "
+                f"({self.max_workspace_mb})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _scratch_fits_in_memory(self) -> Settings:
+        """tmpfs pages are memory that no process owns and the OOM killer cannot free: together they may
+        hold at most half of a sandbox's memory, the rest is for its processes (agent, browser, code)."""
+        tmp, shm = self.scratch_sizes()
+        if SCRATCH_MOUNTS * tmp + shm > self.memory_bytes // 2:
+            raise ValueError(
+                f"{SCRATCH_MOUNTS} x tmp_size + shm_size ({_mib(SCRATCH_MOUNTS * tmp + shm)}) must fit in half of "
+                f"mem_limit ({_mib(self.memory_bytes // 2)}): lower {self.env_name('tmp_size')} / "
+                f"{self.env_name('shm_size')} or raise {self.env_name('mem_limit')}"
+            )
+        return self

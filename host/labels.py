@@ -1,35 +1,62 @@
 """Docker labels: the durable record of each sandbox. The host writes them when it starts a sandbox,
 rebuilds its table from them after a restart, and `boxwright ls` shows them — all through the one
-codec here (`encode` / `decode`)."""
+codec here (`encode` / `decode`).
+
+Labels hold no secret (they show in `docker inspect` and `docker events`): the sandbox's token is
+derived from the server's secret (host.identity). They name the server that made the sandbox and
+carry its seal (a MAC over all the other labels), which is how a server knows what it may adopt.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from host.identity import ServerIdentity
     from host.sandboxes.models import SandboxRecord
 
 PREFIX = "io.boxwright."
 SANDBOX = PREFIX + "sandbox"  # sandbox id; marks every Boxwright container and volume
 NAMESPACE = PREFIX + "namespace"
+SERVER = PREFIX + "server"  # id of the server that made it (host.identity)
+SEAL = PREFIX + "seal"  # that server's MAC over all the other labels
 OWNER = PREFIX + "owner"
 NAME = PREFIX + "name"
 CREATED_AT = PREFIX + "created-at"  # epoch seconds
 EXPIRES_AT = PREFIX + "expires-at"  # epoch seconds
-TOKEN = PREFIX + "token"  # per-sandbox bearer token; never logged, never returned by a tool
 IMAGE = PREFIX + "image"
 SCHEMA = PREFIX + "label-schema"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 1: before server identities (the token was a label)
 NETWORK = PREFIX + "network"  # the sandbox's network mode: public | none | allowlist
 ALLOW_HOSTS = PREFIX + "allow-hosts"  # with mode allowlist: the entries, comma-separated
+WORKSPACE_MB = PREFIX + "workspace-mb"  # the workspace's size limit (absent: none)
 ROLE = PREFIX + "role"  # on helper containers that are not sandboxes (the network guard)
 JOB = PREFIX + "job"  # on a throw-away sandbox made for one job (a template run): the job's id
 # "1" on a sandbox started for the warm pool: its owner, name, TTL and token are set when it is claimed
 # and kept in the state dir (host.sandboxes.overlay), since labels cannot change.
 POOL = PREFIX + "pool"
+# What the seal covers: every label `encode` writes but the seal itself.
+SEALED = frozenset(
+    {
+        SANDBOX,
+        NAMESPACE,
+        SERVER,
+        OWNER,
+        NAME,
+        CREATED_AT,
+        EXPIRES_AT,
+        IMAGE,
+        SCHEMA,
+        NETWORK,
+        ALLOW_HOSTS,
+        JOB,
+        WORKSPACE_MB,
+        POOL,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -38,26 +65,27 @@ class SandboxLabels:
     or edited by hand)."""
 
     sandbox_id: str
+    server_id: str | None  # absent on sandboxes from before server identities (schema 1)
     owner: str | None
     name: str | None
     image: str | None
-    token: str | None = field(repr=False)
     created_at: datetime | None
     expires_at: datetime | None
     network: str | None  # absent on sandboxes from before network modes
     allow_hosts: tuple[str, ...]
     job: str | None = None  # set on throw-away sandboxes made for a job
     pooled: bool = False  # started for the warm pool (host.sandboxes.pool)
+    workspace_mb: int | None = None
 
 
-def encode(rec: SandboxRecord, namespace: str) -> dict[str, str]:
+def encode(rec: SandboxRecord, namespace: str, identity: ServerIdentity) -> dict[str, str]:
     out = {
         SANDBOX: rec.id,
         NAMESPACE: namespace,
+        SERVER: identity.server_id,
         OWNER: rec.owner,
         CREATED_AT: str(int(rec.created_at.timestamp())),
         EXPIRES_AT: str(int(rec.expires_at.timestamp())),
-        TOKEN: rec.token,
         IMAGE: rec.image,
         SCHEMA: SCHEMA_VERSION,
         NETWORK: rec.network,
@@ -70,22 +98,32 @@ def encode(rec: SandboxRecord, namespace: str) -> dict[str, str]:
         out[JOB] = rec.job
     if rec.pooled:
         out[POOL] = "1"
+    if rec.workspace_mb:
+        out[WORKSPACE_MB] = str(rec.workspace_mb)
+    assert SEALED.issuperset(out), "a new label must be added to SEALED"
+    out[SEAL] = identity.seal(out, SEALED)
     return out
+
+
+def made_by(labels: Mapping[str, str], identity: ServerIdentity) -> bool:
+    """Whether `identity`'s server made this sandbox: its id is named and its seal verifies."""
+    return labels.get(SERVER) == identity.server_id and identity.sealed(labels, SEAL, SEALED)
 
 
 def decode(labels: Mapping[str, str]) -> SandboxLabels:
     return SandboxLabels(
         sandbox_id=labels.get(SANDBOX, ""),
+        server_id=labels.get(SERVER),
         owner=labels.get(OWNER),
         name=labels.get(NAME),
         image=labels.get(IMAGE),
-        token=labels.get(TOKEN),
         created_at=_moment(labels.get(CREATED_AT)),
         expires_at=_moment(labels.get(EXPIRES_AT)),
         network=labels.get(NETWORK),
         allow_hosts=tuple(h for h in labels.get(ALLOW_HOSTS, "").split(",") if h),
         job=labels.get(JOB),
         pooled=labels.get(POOL) == "1",
+        workspace_mb=int(labels[WORKSPACE_MB]) if labels.get(WORKSPACE_MB, "").isdigit() else None,
     )
 
 

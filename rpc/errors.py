@@ -12,6 +12,7 @@ raises a new error from the old one (`raise exc.with_details(...) from exc`).
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
@@ -47,7 +48,8 @@ class ErrorCode(StrEnum):
     # Code and processes.
     PROCESS_NOT_FOUND = "PROCESS_NOT_FOUND"
     PROCESS_LIMIT_REACHED = "PROCESS_LIMIT_REACHED"
-    CODE_RUNNER_UNAVAILABLE = "CODE_RUNNER_UNAVAILABLE"
+    CODE_RUNNER_UNAVAILABLE = "CODE_RUNNER_UNAVAILABLE"  # no runner: the call never reached one
+    RUN_OUTCOME_UNKNOWN = "RUN_OUTCOME_UNKNOWN"  # the runner went away after the call was handed to it
     # Files.
     FILE_NOT_FOUND = "FILE_NOT_FOUND"
     PATH_OUTSIDE_WORKSPACE = "PATH_OUTSIDE_WORKSPACE"
@@ -108,6 +110,7 @@ CATEGORIES: dict[Category, frozenset[ErrorCode]] = {
     Category.SANDBOX: frozenset(
         {
             ErrorCode.CODE_RUNNER_UNAVAILABLE,
+            ErrorCode.RUN_OUTCOME_UNKNOWN,
             ErrorCode.SANDBOX_NOT_RUNNING,
             ErrorCode.SANDBOX_START_FAILED,
             ErrorCode.SANDBOX_START_TIMEOUT,
@@ -154,6 +157,8 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     ErrorCode.PROCESS_NOT_FOUND: "call process_list to see the processes of this sandbox",
     ErrorCode.PROCESS_LIMIT_REACHED: "kill background processes you no longer need with process_kill",
     ErrorCode.CODE_RUNNER_UNAVAILABLE: "the sandbox's code runner is not up; retry in a moment or recreate the sandbox",
+    ErrorCode.RUN_OUTCOME_UNKNOWN: "the code runner stopped (killed, or out of memory) while this ran: check what it "
+    "did (files, processes) before running it again; the next call starts a new runner",
     ErrorCode.FILE_NOT_FOUND: "check the path with file_list; paths are relative to the workspace",
     ErrorCode.PATH_OUTSIDE_WORKSPACE: "use a path inside the workspace (relative, without '..' escaping it)",
     ErrorCode.NOT_A_FILE: "the path is a directory: use file_list",
@@ -313,6 +318,24 @@ def from_validation_error(
     errors = field_errors(exc, root=root)
     listing = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
     return invalid_fields(errors, f"{what} — {listing}", code=code, hint=hint, **details)
+
+
+PIDS_HINT = (
+    "the sandbox reached its process limit: end processes you no longer need (process_list / process_kill), "
+    "or recreate the sandbox"
+)
+
+
+def out_of_processes(exc: BaseException) -> bool:
+    """Whether `exc` is how a fork or a new thread fails at a pids limit (EAGAIN)."""
+    if isinstance(exc, OSError):
+        return exc.errno == errno.EAGAIN
+    return isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)
+
+
+def process_limit(what: str) -> BoxwrightError:
+    """The sandbox ran out of processes (its pids limit): a resource error, not a bug in Boxwright."""
+    return BoxwrightError(ErrorCode.PROCESS_LIMIT_REACHED, f"{what}: the sandbox has no processes left", hint=PIDS_HINT)
 
 
 def unauthorized(authorization: str | None, *, hint: str | None = None) -> BoxwrightError:

@@ -15,6 +15,8 @@ from rpc.models.sandbox import (
     SandboxActivityResult,
     SandboxClaimParams,
     SandboxClaimResult,
+    SandboxExtendParams,
+    SandboxExtendResult,
     SandboxInfoParams,
     SandboxInfoResult,
 )
@@ -35,6 +37,8 @@ SANDBOX_INFO = Method("sandbox.info", SandboxInfoParams, SandboxInfoResult, 5_00
 # Once, on a sandbox started for the warm pool, authenticated with the pool's token (host.sandboxes.pool).
 SANDBOX_CLAIM = Method("sandbox.claim", SandboxClaimParams, SandboxClaimResult, 5_000)
 # What keeps a sandbox busy though nobody called it lately (host.sandboxes.activity asks before idling it).
+# A new expiry for the agent's own end (sandbox_image.lifetime), when the host extends a sandbox's TTL.
+SANDBOX_EXTEND = Method("sandbox.extend", SandboxExtendParams, SandboxExtendResult, 5_000)
 SANDBOX_ACTIVITY = Method("sandbox.activity", SandboxActivityParams, SandboxActivityResult, 5_000)
 CODE_RUN = Method("code.run", c.CodeRunParams, c.CodeRunResult)
 PROCESS_LIST = Method("process.list", c.ProcessListParams, c.ProcessListResult, 5_000)
@@ -103,6 +107,7 @@ ALL: tuple[Method, ...] = (
     SANDBOX_INFO,
     SANDBOX_CLAIM,
     SANDBOX_ACTIVITY,
+    SANDBOX_EXTEND,
     CODE_RUN,
     PROCESS_LIST,
     PROCESS_OUTPUT,

@@ -10,6 +10,7 @@ from aiohttp import web
 from sandbox_image import AGENT_VERSION
 from sandbox_image.agent import create_agent_app
 from sandbox_image.config import load_or_exit
+from sandbox_image.lifetime import watch_expiry
 from sandbox_image.logs import setup_logging
 
 # Files the agent writes into the workspace must stay editable by the runner (group sandbox).
@@ -28,6 +29,8 @@ def main() -> int:
         settings.workspace,
         settings.runner_socket,
     )
+    if settings.expires_at is not None:
+        watch_expiry(settings.expires_at, settings.expiry_grace)
     web.run_app(create_agent_app(settings), host=settings.host, port=settings.port, access_log=None, print=None)
     return 0
 

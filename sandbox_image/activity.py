@@ -8,12 +8,12 @@ from rpc.errors import BoxwrightError
 from rpc.methods import PROCESS_LIST, SANDBOX_ACTIVITY
 from rpc.models.code import ProcessListParams, ProcessListResult
 from rpc.models.sandbox import SandboxActivityParams, SandboxActivityResult
-from sandbox_image.code.client import RunnerClient
+from sandbox_image.code.client import RunnerLink
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.tasks.runs import RunRegistry
 
 
-def register(dispatcher: Dispatcher, *, runner: RunnerClient, runs: RunRegistry) -> None:
+def register(dispatcher: Dispatcher, *, runner: RunnerLink, runs: RunRegistry) -> None:
     async def activity(_params: SandboxActivityParams, deadline: Deadline) -> SandboxActivityResult:
         running: int | None
         try:

@@ -5,6 +5,8 @@ A new feature (the browser, template runs) adds one `register(...)` line here an
 
 from __future__ import annotations
 
+import pwd
+
 from aiohttp import web
 
 from rpc.models.sandbox import Health
@@ -16,9 +18,21 @@ from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.server import build_app
 
 
+def uid_of(user: str) -> int | None:
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return None
+
+
 def create_agent_app(settings: SandboxSettings) -> web.Application:
     dispatcher = Dispatcher("agent")
-    runner = code_client.RunnerClient(settings.runner_socket)
+    runner = code_client.RunnerLink(
+        settings.runner_socket,
+        runner_uid=uid_of(settings.runner_user),
+        secret_sha256=settings.runner_secret_sha256,
+        group=settings.runner_socket_group,
+    )
 
     auth = TokenAuth(settings.agent_token_sha256())
     info.register(dispatcher, workspace=settings.workspace, runner=runner)
@@ -39,9 +53,13 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
         max_body_bytes=settings.max_body_bytes,
     )
 
+    async def open_runner(_app: web.Application) -> None:
+        await runner.start()
+
     async def close_runner(_app: web.Application) -> None:
         await runner.close()
 
+    app.on_startup.append(open_runner)
     app.on_cleanup.append(close_runner)
     app.on_startup.append(browser_service.on_startup)
     app.on_cleanup.append(task_service.on_cleanup)  # runs end before the browser closes

@@ -31,12 +31,28 @@ class SandboxSettings(EnvSettings):
     host: str = Field("0.0.0.0", description="Address the agent listens on inside the container")
     port: int = Field(AGENT_PORT, gt=0, lt=65536, description="Port the agent listens on")
     workspace: str = Field("/workspace", description="The workspace every file path is confined to")
+    expires_at: int | None = Field(
+        None,
+        ge=0,
+        description="Epoch second the sandbox expires (set by the server); the agent ends it after a grace",
+    )
+    expiry_grace: float = Field(
+        60.0, ge=0, description="Seconds past its expiry before the agent exits, stopping the sandbox"
+    )
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0, description="Largest request body (agent and runner)")
     log_level: str = Field("INFO", description="Log level of the agent and the runner")
     # The code runner daemon.
-    runner_socket: str = Field("/run/boxwright/runner.sock", description="The runner daemon's Unix socket")
+    runner_socket: str = Field(
+        "/run/boxwright/runner.sock", description="Unix socket the agent listens on for its code runner daemon"
+    )
     runner_socket_group: str | None = Field(
-        "sandbox", description="Group the socket is handed to (shared by agent and runner; empty: leave it)"
+        "sandbox", description="Group the socket is handed to (the runner's, so it may connect; empty: leave it)"
+    )
+    runner_user: str = Field("runner", description="The only user whose process the agent admits as its code runner")
+    runner_secret_sha256: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 (hex) of the secret the code runner proves itself with; without it none is admitted",
     )
     runner_scratch: str | None = Field(None, description="Where per-run script directories go (default $TMPDIR)")
     python: str = Field("/usr/bin/python3", description="Interpreter of `python` runs (the system's, not the agent's)")
@@ -50,7 +66,7 @@ class SandboxSettings(EnvSettings):
 
     keep_empty: ClassVar[frozenset[str]] = frozenset({"runner_socket_group"})
 
-    @field_validator("token_sha256", mode="before")
+    @field_validator("token_sha256", "runner_secret_sha256", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value

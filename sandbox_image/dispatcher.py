@@ -21,7 +21,14 @@ from pydantic import ValidationError
 
 from rpc.deadline import DEADLINE_FIELD, LADDER, Deadline
 from rpc.envelope import RequestId, RpcRequest, decode_request, encode_error, encode_result, parse_json, request_id_of
-from rpc.errors import BoxwrightError, ErrorCode, from_validation_error, invalid_parameter
+from rpc.errors import (
+    BoxwrightError,
+    ErrorCode,
+    from_validation_error,
+    invalid_parameter,
+    out_of_processes,
+    process_limit,
+)
 from rpc.methods import BY_NAME, Method
 from rpc.models.base import Params, Result
 
@@ -135,7 +142,10 @@ class Dispatcher:
                 f"{method.name} did not finish within its deadline of {budget_ms} ms",
                 details={"method": method.name, "deadlineMs": budget_ms},
             ) from None
-        except Exception:
+        except Exception as exc:
+            if out_of_processes(exc):  # a fork or a thread failed at the sandbox's pids limit
+                self.log.warning("%s: out of processes (%s)", method.name, exc)
+                raise process_limit(f"{method.name} failed") from None
             # The traceback stays in the log; the caller gets a generic message (no paths, no contents).
             self.log.exception("handler for %s failed", method.name)
             raise BoxwrightError(ErrorCode.INTERNAL_ERROR, f"internal error while handling {method.name}") from None

@@ -10,7 +10,7 @@ from rpc.deadline import Deadline
 from rpc.methods import SANDBOX_INFO
 from rpc.models.sandbox import Health, SandboxInfoParams, SandboxInfoResult
 from sandbox_image import AGENT_VERSION
-from sandbox_image.code.client import RunnerClient
+from sandbox_image.code.client import RunnerLink
 from sandbox_image.dispatcher import Dispatcher
 
 
@@ -22,12 +22,12 @@ def current_user() -> str:
         return str(uid)
 
 
-async def health(runner: RunnerClient) -> Health:
-    """GET /healthz: says nothing secret; codeRunnerReady is a live probe of the daemon's socket."""
-    return Health(status="ok", agentVersion=AGENT_VERSION, codeRunnerReady=await runner.ready())
+async def health(runner: RunnerLink) -> Health:
+    """GET /healthz: says nothing secret; codeRunnerReady says a genuine daemon is connected."""
+    return Health(status="ok", agentVersion=AGENT_VERSION, codeRunnerReady=runner.ready)
 
 
-def register(dispatcher: Dispatcher, *, workspace: str, runner: RunnerClient) -> None:
+def register(dispatcher: Dispatcher, *, workspace: str, runner: RunnerLink) -> None:
     started = time.monotonic()
 
     async def sandbox_info(_params: SandboxInfoParams, _deadline: Deadline) -> SandboxInfoResult:
@@ -35,7 +35,7 @@ def register(dispatcher: Dispatcher, *, workspace: str, runner: RunnerClient) ->
             agentVersion=AGENT_VERSION,
             uptimeMs=int((time.monotonic() - started) * 1000),
             workspace=workspace,
-            codeRunnerReady=await runner.ready(),
+            codeRunnerReady=runner.ready,
             user=current_user(),
         )
 

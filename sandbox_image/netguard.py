@@ -10,7 +10,9 @@ Prints one JSON line (the resolved allowlist) on success; exits 1 with a message
 
 The argument is `rpc.models.network.NetworkPolicy`, validated by the host that wrote it; this
 module reads it as plain JSON instead of importing the model: pydantic's import alone (~0.25 s)
-would lengthen every sandbox_create, which waits for this to finish.
+would lengthen every sandbox_create, which waits for this to finish. Allowlist entries that reach
+internal ranges (rpc.netblocks) — hostnames checked here, after resolution — are refused (exit 3)
+unless the operator permitted them.
 """
 
 from __future__ import annotations
@@ -23,28 +25,14 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from rpc.netblocks import INTERNAL_HINT, IpNet, blocked_networks, internal_overlap, permitted
+
 EMBEDDED_DNS = "127.0.0.11"  # Docker's resolver on user-defined networks, reached over loopback
 REJECT_V4 = "REJECT --reject-with icmp-admin-prohibited"
 REJECT_V6 = "REJECT --reject-with icmp6-adm-prohibited"
 
-IpNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-# Never reachable in `public` mode: private, loopback-routed, link-local (cloud metadata lives at
-# 169.254.169.254), shared/CGNAT, benchmarking, multicast and reserved ranges.
-BLOCKED_V4 = (
-    "0.0.0.0/8",
-    "10.0.0.0/8",
-    "100.64.0.0/10",
-    "127.0.0.0/8",
-    "169.254.0.0/16",
-    "172.16.0.0/12",
-    "192.0.0.0/24",
-    "192.168.0.0/16",
-    "198.18.0.0/15",
-    "224.0.0.0/4",
-    "240.0.0.0/4",
-)
-BLOCKED_V6 = ("::/128", "::ffff:0:0/96", "64:ff9b::/96", "fc00::/7", "fe80::/10", "ff00::/8")
+REFUSED_EXIT = 3  # an allowlist entry is (or resolves to) an internal address the operator did not permit
 
 
 @dataclass(frozen=True)
@@ -54,11 +42,47 @@ class Policy:
     mode: str
     allowHosts: tuple[str, ...] = ()
     hostAddresses: tuple[str, ...] = ()
+    hostNetworks: tuple[str, ...] = ()
+    internalAllowed: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, raw: str) -> Policy:
         data = json.loads(raw)
-        return cls(data["mode"], tuple(data.get("allowHosts", ())), tuple(data.get("hostAddresses", ())))
+        fields = ("allowHosts", "hostAddresses", "hostNetworks", "internalAllowed")
+        return cls(data["mode"], *(tuple(data.get(name, ())) for name in fields))
+
+    def internal(self) -> list[IpNet]:
+        """What a sandbox must not reach unless allowed: fixed ranges, the host's addresses and subnets."""
+        return blocked_networks([*self.hostAddresses, *self.hostNetworks])
+
+
+class Refused(Exception):
+    """An allowlist entry reaches an internal address without the operator's permission."""
+
+
+def check_internal(policy: Policy, resolved: dict[str, list[str]]) -> None:
+    """Refuse entries that are, cover or resolve to internal addresses, unless the operator permits them
+    (a permitted hostname by name, an address by a permitted range containing it)."""
+    internal = policy.internal()
+    names = {p for p in policy.internalAllowed if not _is_net(p)}
+    permits = [ipaddress.ip_network(p, strict=False) for p in policy.internalAllowed if _is_net(p)]
+    for entry, nets in resolved.items():
+        if entry in names:
+            continue
+        for raw in nets:
+            net = ipaddress.ip_network(raw)
+            hit = internal_overlap(net, internal)
+            if hit is not None and not permitted(net, permits):
+                shown = entry if entry == raw else f"{entry} ({raw})"
+                raise Refused(f"allowlist entry {shown} reaches the internal range {hit}; {INTERNAL_HINT}")
+
+
+def _is_net(entry: str) -> bool:
+    try:
+        ipaddress.ip_network(entry, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 def resolve(entries: Iterable[str]) -> dict[str, list[str]]:
@@ -91,18 +115,13 @@ def rules(policy: Policy, allowed: Iterable[str], version: int) -> str:
         "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
     ]
     if policy.mode == "public":
-        blocked = list(BLOCKED_V4 if version == 4 else BLOCKED_V6)
-        blocked += [f"{a}/{32 if version == 4 else 128}" for a in policy.hostAddresses if _version(a) == version]
-        lines += [f"-A OUTPUT -d {net} -j {reject}" for net in blocked]
+        blocked = [net for net in policy.internal() if net.version == version]
+        lines += [f"-A OUTPUT -d {net} -j {reject}" for net in dict.fromkeys(blocked)]
     else:
         lines += [f"-A OUTPUT -d {net} -j ACCEPT" for net in nets if net.version == version]
         lines.append(f"-A OUTPUT -j {reject}")
     lines.append("COMMIT")
     return "\n".join(lines) + "\n"
-
-
-def _version(address: str) -> int:
-    return ipaddress.ip_address(address).version
 
 
 def _has_global_ipv6() -> bool:
@@ -126,6 +145,11 @@ def main(argv: list[str]) -> int:
         return 2
     policy = Policy.from_json(argv[0])
     resolved = resolve(policy.allowHosts) if policy.mode == "allowlist" else {}
+    try:
+        check_internal(policy, resolved)
+    except Refused as exc:
+        print(f"netguard: {exc}", file=sys.stderr)
+        return REFUSED_EXIT
     allowed = [net for nets in resolved.values() for net in nets]
     error = _restore("iptables-restore", rules(policy, allowed, 4))
     if error:

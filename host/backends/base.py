@@ -17,6 +17,8 @@ class StartSpec:
     image: str
     labels: dict[str, str]
     env: dict[str, str] = field(repr=False)
+    server_id: str = ""
+    workspace_mb: int | None = None  # the workspace's size limit (None: the backend's default)
 
 
 @dataclass(frozen=True)
@@ -35,13 +37,24 @@ class SandboxBackend(Protocol):
 
     def start(self, spec: StartSpec) -> ContainerInfo: ...
 
-    def start_code_runner(self, container_id: str) -> None: ...
+    def start_code_runner(self, container_id: str, secret: str) -> None:
+        """Start the sandbox's code runner daemon, handing it `secret` (see sandbox_image.code.channel)."""
+        ...
 
     def host_addresses(self) -> list[str]: ...
 
-    def apply_network_policy(self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy) -> str: ...
+    def host_networks(self) -> list[str]:
+        """The subnets attached to the engine's host (its LAN), where known."""
+        ...
 
-    def remove_leftover_guards(self) -> None: ...
+    def apply_network_policy(
+        self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str
+    ) -> str: ...
+
+    def sweep_leftovers(self, server_id: str, live_ids: set[str], grace_s: float) -> None:
+        """Remove what sandboxes no longer in `live_ids` left behind (finished network guards, workspace
+        images): `server_id`'s, and other servers' that are more than `grace_s` old."""
+        ...
 
     def inspect(self, container_id: str) -> ContainerInfo | None: ...
 
@@ -55,8 +68,8 @@ class SandboxBackend(Protocol):
 
     def list_sandboxes(self, namespace: str) -> list[ContainerInfo]: ...
 
-    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, str]]:
-        """Workspace volumes of the namespace whose sandbox is not in `live_ids`: (volume, sandbox id)."""
+    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, dict[str, str]]]:
+        """Workspace volumes of the namespace whose sandbox is not in `live_ids`: (volume, its labels)."""
         ...
 
     def remove_volume(self, name: str) -> None: ...

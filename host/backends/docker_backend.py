@@ -7,28 +7,32 @@ sit on a namespace network with inter-container traffic disabled, so one sandbox
 from __future__ import annotations
 
 import contextlib
-import ipaddress
-import itertools
 import logging
+import re
+import secrets
 import threading
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import docker
 import docker.errors
 from docker.models.containers import Container
 
-from host import labels
+from host import labels, netinfo
 from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
-from host.backends.hardening import AGENT_PORT_SPEC, CODE_RUNNER_CMD, Limits, hardened
+from host.backends.hardening import AGENT_PORT_SPEC, Limits, hardened
+from host.backends.runner import start_code_runner
+from host.backends.workspace import WorkspaceDisks
 from host.config import Settings
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.models.network import NetworkPolicy
+from rpc.netblocks import INTERNAL_HINT
 
 log = logging.getLogger(__name__)
 
 NETGUARD_CMD = ["python3", "-m", "sandbox_image.netguard"]
 NETGUARD_TIMEOUT_S = 30
+NETGUARD_REFUSED = 3  # sandbox_image.netguard.REFUSED_EXIT
 
 
 def docker_client() -> docker.DockerClient:
@@ -45,24 +49,14 @@ def docker_client() -> docker.DockerClient:
     return client
 
 
-def local_host_addresses() -> list[str]:
-    """This machine's own unicast addresses (not loopback), from the kernel's tables.
-
-    Meaningful when the Docker engine runs here: a sandbox could reach services of the host through
-    any of them (the bridge gateway, the LAN or public interface), so `public` mode blocks them.
-    """
-    found: set[str] = set()
-    with contextlib.suppress(OSError):
-        lines = Path("/proc/net/fib_trie").read_text().splitlines()
-        for prev, line in itertools.pairwise(lines):
-            if line.strip() == "/32 host LOCAL" and "|--" in prev:
-                found.add(prev.split("|--")[1].strip())
-    with contextlib.suppress(OSError):
-        for row in Path("/proc/net/if_inet6").read_text().splitlines():
-            raw = row.split()[0]
-            found.add(str(ipaddress.IPv6Address(int(raw, 16))))
-    addrs = (ipaddress.ip_address(a) for a in found)
-    return sorted(str(a) for a in addrs if not (a.is_loopback or a.is_link_local or a.is_multicast))
+def _docker_time(value: str | None) -> datetime | None:
+    """A time as the engine writes it (RFC 3339 with nanoseconds); None for its zero time or junk."""
+    if not value or value.startswith("0001-"):
+        return None
+    try:
+        return datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _start_failed(what: str, exc: BaseException) -> BoxwrightError:
@@ -73,14 +67,24 @@ def volume_name(sandbox_id: str) -> str:
     return f"boxwright-{sandbox_id}-workspace"
 
 
-def container_name(sandbox_id: str) -> str:
-    return f"boxwright-{sandbox_id}"
+def opaque_name(role: str = "") -> str:
+    """A container name unrelated to any sandbox id: names show to other sandboxes (a neighbour's address
+    resolves back to its container's name through the engine's DNS), so they must not tell whose it is."""
+    return f"boxwright-{role}{secrets.token_hex(8)}"
 
 
 class DockerBackend(SandboxBackend):
     def __init__(self, settings: Settings, client: docker.DockerClient | None = None) -> None:
         self.settings = settings
         self.client = client or docker_client()
+        self.disks = WorkspaceDisks(
+            self.client,
+            settings.workspace_quota,
+            settings.workspace_dir,
+            engine_is_local=self.engine_is_local,
+            image=settings.image,
+            namespace=settings.namespace,
+        )
 
     # -- engine -----------------------------------------------------------------------------
     def ping(self) -> None:
@@ -129,16 +133,23 @@ class DockerBackend(SandboxBackend):
                 details={"image": spec.image},
             )
         vol = volume_name(spec.sandbox_id)
-        self.client.volumes.create(name=vol, labels=spec.labels)
+        size_mb = spec.workspace_mb or self.settings.workspace_mb
         try:
+            disk = self.disks.prepare(spec.server_id, spec.sandbox_id, size_mb)
+            self.client.volumes.create(name=vol, labels=spec.labels, driver="local", driver_opts=disk or None)
+        except BaseException:
+            self.remove(spec.sandbox_id, None)
+            raise
+        try:
+            kwargs = self.run_kwargs(spec, vol)
             try:
-                container = self.client.containers.run(spec.image, **self.run_kwargs(spec, vol))
+                container = self.client.containers.run(spec.image, **kwargs)
             except docker.errors.NotFound as exc:
                 if "network" not in str(exc):
                     raise
                 # The network went away between ensuring and using it (its last sandbox was just
                 # removed by another server of this namespace): make it again, once.
-                self._remove_container(container_name(spec.sandbox_id))
+                self._remove_container(kwargs["name"])
                 container = self.client.containers.run(spec.image, **self.run_kwargs(spec, vol))
         except docker.errors.DockerException as exc:
             self.remove(spec.sandbox_id, None)
@@ -155,7 +166,7 @@ class DockerBackend(SandboxBackend):
         return {
             **hardened(Limits.of(self.settings)),
             "detach": True,
-            "name": container_name(spec.sandbox_id),
+            "name": opaque_name(),
             "hostname": "sandbox",
             "environment": spec.env,
             "labels": spec.labels,
@@ -164,27 +175,37 @@ class DockerBackend(SandboxBackend):
             "restart_policy": {"Name": "no"},
         }
 
-    def start_code_runner(self, container_id: str) -> None:
-        """Start the code runner daemon as the `runner` user.
+    def start_code_runner(self, container_id: str, secret: str) -> None:
+        """Start the code runner daemon as the `runner` user, handing it `secret` (host.backends.runner).
 
         A capability-less non-root agent cannot switch uid itself; the engine can, so the daemon
         that executes untrusted code runs as a different user than the agent and the browser.
         """
-        container = self.client.containers.get(container_id)
-        container.exec_run(CODE_RUNNER_CMD, user="runner", detach=True, workdir="/workspace")
+        start_code_runner(self.client.api, container_id, secret)
 
     def host_addresses(self) -> list[str]:
         """The engine host's own addresses, when the engine is on this machine (a local socket)."""
-        return local_host_addresses() if self.client.api.base_url.startswith("http+docker://") else []
+        return netinfo.local_addresses() if self.engine_is_local else []
 
-    def apply_network_policy(self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy) -> str:
+    def host_networks(self) -> list[str]:
+        """The subnets attached to the engine host's interfaces, when the engine is on this machine."""
+        return netinfo.attached_networks() if self.engine_is_local else []
+
+    @property
+    def engine_is_local(self) -> bool:
+        """The engine is reached through a local socket, so this machine is the engine's host."""
+        return str(self.client.api.base_url).startswith("http+docker://")
+
+    def apply_network_policy(
+        self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str
+    ) -> str:
         """Load the policy's packet filter into the sandbox's network namespace; returns netguard's report.
 
         A throw-away container joins the sandbox's namespace with NET_ADMIN (and nothing else), runs
         `sandbox_image.netguard` and is removed. The sandbox never holds NET_ADMIN, so the rules are
         out of its reach. Raises SANDBOX_START_FAILED with netguard's message when it fails.
         """
-        name = f"{container_name(sandbox_id)}-netguard"
+        name = opaque_name("netguard-")
         try:
             guard = self.client.containers.run(
                 image,
@@ -198,7 +219,7 @@ class DockerBackend(SandboxBackend):
                 security_opt=["no-new-privileges:true"],
                 read_only=True,
                 tmpfs={"/run": "rw,size=1m", "/tmp": "rw,size=1m"},
-                labels={labels.NAMESPACE: self.settings.namespace, labels.ROLE: "netguard"},
+                labels={labels.NAMESPACE: self.settings.namespace, labels.ROLE: "netguard", labels.SERVER: server_id},
                 mem_limit="128m",
                 pids_limit=32,
             )
@@ -212,8 +233,10 @@ class DockerBackend(SandboxBackend):
             raise _start_failed("the network guard did not finish", exc) from exc
         finally:
             # Off the critical path (~0.2 s): the guard has exited and holds nothing. Should this
-            # process die first, reconcile's remove_leftover_guards sweeps it.
+            # process die first, reconcile's sweep_leftovers removes it.
             threading.Thread(target=self._remove_container, args=(guard.id or name,), daemon=True).start()
+        if status == NETGUARD_REFUSED:  # an allowlist entry resolves to an internal address
+            raise invalid_parameter("allowHosts", err.removeprefix("netguard: ")[-500:], hint=INTERNAL_HINT)
         if status != 0:
             raise BoxwrightError(
                 ErrorCode.SANDBOX_START_FAILED,
@@ -222,8 +245,13 @@ class DockerBackend(SandboxBackend):
             )
         return out
 
-    def remove_leftover_guards(self) -> None:
-        """Finished guards of a server killed while one ran (running ones may be another server's)."""
+    def sweep_leftovers(self, server_id: str, live_ids: set[str], grace_s: float) -> None:
+        self._remove_leftover_guards(server_id, grace_s)
+        self.disks.sweep(server_id, live_ids, grace_s)
+
+    def _remove_leftover_guards(self, server_id: str, grace_s: float) -> None:
+        """Finished guards of a server killed while one ran: ours, and others' finished `grace_s` ago
+        (a live server may be reading its guard's report right now; running guards are never touched)."""
         found = self.client.containers.list(
             all=True,
             filters={
@@ -231,8 +259,11 @@ class DockerBackend(SandboxBackend):
                 "status": ["exited", "dead"],
             },
         )
+        now = datetime.now(UTC)
         for c in found:
-            self._remove_container(c.id or "")
+            finished = _docker_time(c.attrs.get("State", {}).get("FinishedAt"))
+            if c.labels.get(labels.SERVER) == server_id or (finished and now - finished > timedelta(seconds=grace_s)):
+                self._remove_container(c.id or "")
 
     def inspect(self, container_id: str) -> ContainerInfo | None:
         try:
@@ -262,8 +293,13 @@ class DockerBackend(SandboxBackend):
 
     def remove(self, sandbox_id: str, container_id: str | None) -> None:
         """Remove the container and its workspace volume; a no-op for what is already gone."""
-        self._remove_container(container_id or container_name(sandbox_id))
+        if container_id:
+            self._remove_container(container_id)
+        else:  # found by its label: the container's name says nothing of its sandbox
+            for found in self.client.containers.list(all=True, filters={"label": f"{labels.SANDBOX}={sandbox_id}"}):
+                self._remove_container(found.id or "")
         self.remove_volume(volume_name(sandbox_id))
+        self.disks.free(sandbox_id)  # its loop device and image, once the engine has unmounted it
 
     def _remove_container(self, target: str) -> None:
         try:
@@ -292,10 +328,10 @@ class DockerBackend(SandboxBackend):
         )
         return [self._info(c) for c in found]
 
-    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, str]]:
+    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, dict[str, str]]]:
         vols = self.client.volumes.list(filters={"label": [labels.SANDBOX, f"{labels.NAMESPACE}={namespace}"]})
-        owners = {v.name: (v.attrs.get("Labels") or {}).get(labels.SANDBOX, "") for v in vols}
-        return [(name, sid) for name, sid in owners.items() if sid not in live_ids]
+        found = [(v.name or "", dict(v.attrs.get("Labels") or {})) for v in vols]
+        return [(name, lab) for name, lab in found if lab.get(labels.SANDBOX, "") not in live_ids]
 
     def logs_tail(self, container_id: str, lines: int = 40) -> str:
         try:

@@ -14,7 +14,7 @@ from rpc.agent import AGENT_PORT
 # The users and group Dockerfile.sandbox creates.
 AGENT_UID, RUNNER_UID, SANDBOX_GID = 1000, 1001, 1500
 AGENT_PORT_SPEC = f"{AGENT_PORT}/tcp"
-CODE_RUNNER_CMD = ["python3", "-m", "sandbox_image.code.daemon"]
+CODE_RUNNER_CMD = ["python3", "-m", "sandbox_image.code.daemon", "--take-over"]  # see host.backends.runner
 
 
 @dataclass(frozen=True)
@@ -27,17 +27,20 @@ class Limits:
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:
-        return cls(settings.mem_limit, settings.pids_limit, settings.shm_size, settings.tmp_size, settings.nano_cpus)
+        """The settings' limits; the scratch mounts together fit in half the memory (Settings checks it)."""
+        tmp, shm = settings.scratch_sizes()
+        return cls(settings.mem_limit, settings.pids_limit, str(shm), str(tmp), settings.nano_cpus)
 
 
 def tmpfs_mounts(size: str) -> dict[str, str]:
     """Scratch space on a read-only root. /tmp and runner's home allow exec (compilers, pip --user);
-    /run/boxwright holds the code runner's socket: runner's, reachable by group sandbox (the agent)."""
+    /run/boxwright holds the agent's socket for its code runner: the agent's alone to write, group
+    sandbox (the runner) may only connect (sandbox_image.code.channel)."""
     return {
         "/tmp": f"rw,exec,nosuid,nodev,size={size}",
         "/home/agent": f"rw,nosuid,nodev,size={size},uid={AGENT_UID},gid={AGENT_UID},mode=0700",
         "/home/runner": f"rw,exec,nosuid,nodev,size={size},uid={RUNNER_UID},gid={RUNNER_UID},mode=0700",
-        "/run/boxwright": f"rw,nosuid,nodev,noexec,size=1m,uid={RUNNER_UID},gid={SANDBOX_GID},mode=0750",
+        "/run/boxwright": f"rw,nosuid,nodev,noexec,size=1m,uid={AGENT_UID},gid={SANDBOX_GID},mode=0750",
     }
 
 

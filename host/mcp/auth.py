@@ -1,21 +1,30 @@
 """Bearer tokens for the HTTP transport: each token names an owner, and owners see only their own
-sandboxes. Only SHA-256 hashes of tokens are stored (`boxwright token add`), never the tokens."""
+sandboxes. Only SHA-256 hashes of tokens are stored (`boxwright token add`), never the tokens.
+
+The credentials of an HTTP request are read once, here, by `BearerAuthMiddleware`: it refuses the
+request (401) unless it carries exactly one well-formed `Authorization: Bearer` header with a known
+token, and records the verified owner in the ASGI scope (`OWNER_SCOPE_KEY`). That record is the only
+source of a caller's identity (host.mcp.caller never reads headers for it).
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rpc.auth import bearer_token, token_sha256
-from rpc.errors import unauthorized
+from rpc.errors import BoxwrightError, ErrorCode, unauthorized
 
-TOKEN_HINT = "send 'Authorization: Bearer <token>' (create one with `boxwright token add`)"
+TOKEN_HINT = "send one 'Authorization: Bearer <token>' header (create a token with `boxwright token add`)"
 OWNER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
+OWNER_SCOPE_KEY = "boxwright.owner"  # set by BearerAuthMiddleware on every request it lets through
+LOCAL_OWNER = "local"
 
 
 def default_token_file() -> Path:
@@ -56,21 +65,45 @@ class TokenStore:
         return self._owners.get(token_sha256(token)) if token else None
 
 
-class BearerAuthMiddleware:
-    """Refuses HTTP requests without a known bearer token (401), before the MCP layer sees them."""
+def verified_owner(tokens: TokenStore | None, raw_headers: Iterable[tuple[bytes, bytes]]) -> str:
+    """The owner named by a request's credentials; UNAUTHORIZED unless there is exactly one well-formed
+    bearer header with a known token. Without tokens (an anonymous loopback server) everyone is `local`."""
+    if tokens is None:
+        return LOCAL_OWNER
+    values = [value for name, value in raw_headers if name.lower() == b"authorization"]
+    if len(values) > 1:
+        raise BoxwrightError(
+            ErrorCode.UNAUTHORIZED, f"{len(values)} Authorization headers: send exactly one", hint=TOKEN_HINT
+        )
+    authorization = values[0].decode("latin-1") if values else None
+    owner = tokens.owner_of(authorization)
+    if owner is None:
+        raise unauthorized(authorization, hint=TOKEN_HINT)
+    return owner
 
-    def __init__(self, app: ASGIApp, tokens: TokenStore, open_paths: frozenset[str] = frozenset({"/healthz"})):
+
+class BearerAuthMiddleware:
+    """Verifies the credentials of every HTTP request before the MCP layer sees it (401 otherwise) and
+    records the verified owner in the scope. `tokens=None`: an anonymous loopback server (owner `local`)."""
+
+    def __init__(
+        self, app: ASGIApp, tokens: TokenStore | None, open_paths: frozenset[str] = frozenset({"/healthz"})
+    ) -> None:
         self.app = app
         self.tokens = tokens
         self.open_paths = open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") in self.open_paths:
+        if scope["type"] == "lifespan" or (scope["type"] == "http" and scope.get("path") in self.open_paths):
             await self.app(scope, receive, send)
             return
-        auth = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
-        if self.tokens.owner_of(auth) is None:
-            refused = unauthorized(auth, hint=TOKEN_HINT)
+        if scope["type"] != "http":  # websockets: not part of this server
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        scope.pop(OWNER_SCOPE_KEY, None)  # only this middleware names the owner
+        try:
+            scope[OWNER_SCOPE_KEY] = verified_owner(self.tokens, scope.get("headers") or [])
+        except BoxwrightError as refused:
             body = refused.to_body().model_dump_json().encode()
             await send(
                 {

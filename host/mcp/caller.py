@@ -1,4 +1,5 @@
-"""Who is calling a tool: stdio callers are the local user; HTTP callers are named by their token."""
+"""Who is calling a tool: stdio callers are the local user; an HTTP caller is the owner that
+BearerAuthMiddleware verified for the request (recorded in its ASGI scope) — never a header read here."""
 
 from __future__ import annotations
 
@@ -6,25 +7,25 @@ from dataclasses import dataclass
 
 from mcp.server.mcpserver import Context
 
-from host.mcp.auth import TokenStore
+from host.mcp.auth import LOCAL_OWNER, OWNER_SCOPE_KEY, TOKEN_HINT
 from host.sandboxes.models import Caller, TrustLevel
-
-LOCAL_OWNER = "local"
+from rpc.errors import BoxwrightError, ErrorCode
 
 
 @dataclass(frozen=True)
 class CallerResolver:
     transport: str  # "stdio" | "http"
-    tokens: TokenStore | None = None
     http_trust: TrustLevel = "remote"
 
     def __call__(self, ctx: Context) -> Caller:
-        headers = ctx.headers
-        if self.transport == "stdio" or headers is None:
+        if self.transport == "stdio":
             return Caller(owner=LOCAL_OWNER, session="stdio", trust="local")
-        owner = LOCAL_OWNER
-        if self.tokens is not None:
-            # The HTTP middleware already refused unknown tokens; this only names the owner.
-            owner = self.tokens.owner_of(headers.get("authorization")) or LOCAL_OWNER
+        request = ctx.request_context.request
+        scope = getattr(request, "scope", None)
+        owner = scope.get(OWNER_SCOPE_KEY) if isinstance(scope, dict) else None
+        if not isinstance(owner, str):
+            # Fail closed: an HTTP request that did not pass the middleware has no identity at all.
+            raise BoxwrightError(ErrorCode.UNAUTHORIZED, "the request carries no verified identity", hint=TOKEN_HINT)
+        headers = ctx.headers or {}
         session = headers.get("mcp-session-id") or "http"
         return Caller(owner=owner, session=session, trust=self.http_trust)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import signal
 from collections.abc import Callable, Iterator, Sequence
@@ -11,16 +10,17 @@ from collections.abc import Callable, Iterator, Sequence
 import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from host import __version__
+from host.config import Settings
 from host.mcp.auth import BearerAuthMiddleware, TokenStore
 from host.mcp.caller import CallerResolver
 from host.mcp.capabilities import offer_only_what_exists
 from host.mcp.event_store import RETRY_INTERVAL_MS, EventLog, give_each_session_its_own_events
+from host.mcp.hosts import is_loopback, transport_security
 from host.mcp.registry import ToolSpec, build_tool
 from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
 from host.mcp.resources import register_resources
@@ -93,27 +93,17 @@ class _UvicornServer(uvicorn.Server):
         yield
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def http_caller(services: Services, tokens: TokenStore) -> CallerResolver:
-    """HTTP callers: owners named by their tokens, at the server's HTTP trust level (remote by default)."""
-    trust = services.settings.http_trust_level
-    return CallerResolver("http", tokens=tokens if len(tokens) else None, http_trust=trust)
+def http_caller(services: Services) -> CallerResolver:
+    """HTTP callers: the owner the authentication middleware verified for the request, at the server's HTTP
+    trust level (remote by default)."""
+    return CallerResolver("http", http_trust=services.settings.http_trust_level)
 
 
 def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) -> tuple[Starlette, MCPServer]:
-    server = build_server(services, http_caller(services, tokens))
-    security = None
-    if not _is_loopback(host):
-        allowed = [f"{host}:{port}", host]
-        security = TransportSecuritySettings(allowed_hosts=allowed, allowed_origins=[f"http://{h}" for h in allowed])
+    server = build_server(services, http_caller(services))
+    settings = services.settings
+    # Host/Origin checks on every bind (raises ValueError for a bad list: serve_http reports it).
+    security = transport_security(host, settings.allowed_hosts, settings.allowed_origins)
     # Resumable streams: a priming event and `retry` on every SSE response, missed events replayed.
     app = server.streamable_http_app(
         streamable_http_path="/mcp",
@@ -129,14 +119,15 @@ def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) ->
 
     app.add_route("/healthz", healthz, methods=["GET"])
     app.add_middleware(RequestSizeLimit)
-    if len(tokens):
-        app.add_middleware(BearerAuthMiddleware, tokens=tokens)
+    app.state.allowed_hosts = security.allowed_hosts
+    # Always: it is the one place a request's identity comes from (owner `local` without tokens).
+    app.add_middleware(BearerAuthMiddleware, tokens=tokens if len(tokens) else None)
     return app, server
 
 
 async def serve_http(services: Services, *, host: str, port: int, tokens: TokenStore) -> None:
     if not len(tokens):
-        if not _is_loopback(host):
+        if not is_loopback(host):
             raise SystemExit(
                 f"refusing to serve on {host} without authentication: create a token with `boxwright token add <owner>`"
             )
@@ -144,7 +135,12 @@ async def serve_http(services: Services, *, host: str, port: int, tokens: TokenS
             "no bearer tokens configured: any local process can use this server "
             "(create one with `boxwright token add <owner>` to require tokens)"
         )
-    app, _ = http_app(services, host=host, port=port, tokens=tokens)
+    try:
+        app, _ = http_app(services, host=host, port=port, tokens=tokens)
+    except ValueError as exc:
+        names = f"{Settings.env_name('allowed_hosts')} / {Settings.env_name('allowed_origins')}"
+        raise SystemExit(f"cannot serve: {exc} (see {names}, or --allowed-host / --allowed-origin)") from None
+    log.info("accepting Host headers: %s", ", ".join(app.state.allowed_hosts))
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     server = _UvicornServer(config)
 

@@ -6,7 +6,7 @@ from host.config import Settings
 from host.sandboxes.models import Caller
 from host.sandboxes.quota import check_quota
 from host.sandboxes.registry import SandboxRegistry
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 
 
 def check_capacity(settings: Settings, registry: SandboxRegistry, caller: Caller) -> None:
@@ -26,6 +26,20 @@ def check_capacity(settings: Settings, registry: SandboxRegistry, caller: Caller
             details={"limit": settings.max_sandboxes_per_owner, "scope": "owner"},
         )
     check_quota(settings, registry, caller)
+
+
+def workspace_mb(settings: Settings, requested: int | None) -> int | None:
+    """The workspace size limit a new sandbox gets (None when the server enforces none); INVALID_PARAMETER
+    above the server's maximum."""
+    if settings.workspace_quota == "off":
+        return None
+    if requested is not None and requested > settings.max_workspace_mb:
+        raise invalid_parameter(
+            "workspaceMb",
+            f"at most {settings.max_workspace_mb} MiB on this server",
+            hint=f"ask for less, or ask the operator to raise {settings.env_name('max_workspace_mb')}",
+        )
+    return requested or settings.workspace_mb
 
 
 def ttl_seconds(settings: Settings, requested: int | None) -> int:

@@ -23,22 +23,27 @@ from host import labels
 from host.agent_client import AgentClient
 from host.backends.base import SandboxBackend, StartSpec
 from host.config import Settings
+from host.identity import ServerIdentity, load_or_create
+from host.sandboxes import limits
 from host.sandboxes.activity import Activity
 from host.sandboxes.freezer import Freezer
 from host.sandboxes.limits import check_capacity, ttl_seconds
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from host.sandboxes.network import apply_network_policy
+from host.sandboxes.network import complete as complete_policy
 from host.sandboxes.overlay import Overlay, OverlayStore
 from host.sandboxes.pool import WarmPool
 from host.sandboxes.readiness import Readiness, diagnose, status_of
 from host.sandboxes.reconcile import Reconciler
 from host.sandboxes.registry import SandboxRegistry
+from rpc import methods
 from rpc.agent import agent_env
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, Category, ErrorCode
 from rpc.methods import Method, P, R
 from rpc.models.network import NetworkPolicy
+from rpc.models.sandbox import SandboxExtendParams
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,16 @@ ImageProvider = Callable[[], Awaitable[str]]
 Progress = Callable[[int, str], Awaitable[None]]  # (step 1..CREATE_STEPS, message)
 CREATE_STEPS = 4
 LOG_TAIL_CHARS = 2000
+EXTEND_TIMEOUT_S = 10.0
+
+
+def _boxwright_error_in(exc: BaseException) -> BoxwrightError | None:
+    """`exc` itself, or the first BoxwrightError of a task group's exception group."""
+    if isinstance(exc, BoxwrightError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        return next((found for e in exc.exceptions if (found := _boxwright_error_in(e)) is not None), None)
+    return None
 
 
 class SandboxManager:
@@ -56,8 +71,10 @@ class SandboxManager:
         *,
         image_provider: ImageProvider | None = None,
         agent: AgentClient | None = None,
+        identity: ServerIdentity | None = None,
     ) -> None:
         self.settings = settings
+        self.identity = identity or load_or_create(settings.state_dir)
         self.backend = backend
         self.agent = agent or AgentClient()
         self._image_provider = image_provider
@@ -65,7 +82,7 @@ class SandboxManager:
         self.readiness = Readiness(backend, self.agent)
         self.overlays = OverlayStore(settings.state_dir, settings.namespace)
         self.reconciler = Reconciler(
-            settings, backend, self.registry, self.readiness, self._remove_orphan, overlays=self.overlays
+            settings, self.identity, backend, self.registry, self.readiness, self._remove_orphan, overlays=self.overlays
         )
         self.pool = WarmPool(self)
         self.freezer = Freezer(backend, self.readiness)
@@ -114,6 +131,7 @@ class SandboxManager:
         name: str | None = None,
         ttl_s: int | None = None,
         network: NetworkPolicy | None = None,
+        workspace_mb: int | None = None,
         deadline: Deadline | None = None,
         progress: Progress | None = None,
         job: str | None = None,
@@ -129,15 +147,20 @@ class SandboxManager:
         s = self.settings
         check_capacity(s, self.registry, caller)
         ttl = ttl_seconds(s, ttl_s)
+        workspace = limits.workspace_mb(s, workspace_mb)
         network = network or NetworkPolicy(mode=s.network)
+        # Before anything starts: a caller may not allowlist internal addresses without the operator's say.
+        await complete_policy(self.backend, s, network.mode, network.allowHosts)
         started = time.monotonic()
         self._begin_create()
         try:
             rec = None
-            if self.pool.serves(network):
+            if self.pool.serves(network, workspace):
                 rec = await self.pool.claim(caller, name=name, ttl_s=ttl, job=job)
             if rec is None:
-                rec = self.new_record(caller.owner, name=name, ttl_s=ttl, network=network, job=job)
+                rec = self.new_record(
+                    caller.owner, name=name, ttl_s=ttl, network=network, job=job, workspace_mb=workspace
+                )
                 if not self.registry.claim(rec.id):  # pragma: no cover - fresh random id
                     raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision; retry")
                 self.registry.add(rec)  # reserves the slot against concurrent creates
@@ -185,21 +208,26 @@ class SandboxManager:
         network: NetworkPolicy,
         job: str | None = None,
         pooled: bool = False,
+        workspace_mb: int | None = None,
     ) -> SandboxRecord:
-        """The record of a sandbox about to be started, with a fresh id and token."""
+        """The record of a sandbox about to be started, with a fresh id and its token (derived)."""
         now = datetime.now(UTC).replace(microsecond=0)
+        sid = "sbx_" + secrets.token_hex(6)
+        ns = self.settings.namespace
         return SandboxRecord(
-            id="sbx_" + secrets.token_hex(6),
+            id=sid,
             owner=owner,
             name=name,
             image=self.settings.image,
             created_at=now,
             expires_at=now + timedelta(seconds=ttl_s),
-            token=secrets.token_urlsafe(32),
+            token=self.identity.sandbox_token(ns, sid),
+            runner_secret=self.identity.runner_secret(ns, sid),
             network=network.mode,
             allow_hosts=list(network.allowHosts),
             job=job,
             pooled=pooled,
+            workspace_mb=workspace_mb,
         )
 
     async def start_container(self, rec: SandboxRecord, deadline: Deadline, step: Progress | None = None) -> None:
@@ -217,15 +245,28 @@ class SandboxManager:
                 rec.image = await self._image_provider()
             await report(2, "starting the container")
             prelaunch = rec.pooled and s.pool_browser
-            env = agent_env(rec.token, pooled=rec.pooled, browser_prelaunch=prelaunch)
-            spec = StartSpec(sandbox_id=rec.id, image=rec.image, labels=labels.encode(rec, s.namespace), env=env)
+            env = agent_env(
+                rec.token,
+                rec.runner_secret,
+                expires_at=int(rec.expires_at.timestamp()),
+                pooled=rec.pooled,
+                browser_prelaunch=prelaunch,
+            )
+            spec = StartSpec(
+                sandbox_id=rec.id,
+                image=rec.image,
+                labels=labels.encode(rec, s.namespace, self.identity),
+                env=env,
+                server_id=self.identity.server_id,
+                workspace_mb=rec.workspace_mb,
+            )
             rec.attach(await anyio.to_thread.run_sync(self.backend.start, spec))
             await report(3, "applying the network policy; waiting for the agent and the code runner")
             # A fresh container has no code runner yet; it needs nothing from the agent, so both boot
             # in parallel instead of one after the other, while the network guard loads the policy.
             # Nothing untrusted runs before all three are done: the caller gets the id only then.
             async with anyio.create_task_group() as tg:
-                tg.start_soon(apply_network_policy, self.backend, rec)
+                tg.start_soon(apply_network_policy, self.backend, s, rec, self.identity.server_id)
                 await self.readiness.start_runner(rec, deadline)
             await report(4, "ready")
         except BaseException as exc:
@@ -234,10 +275,14 @@ class SandboxManager:
                     await anyio.to_thread.run_sync(self.backend.logs_tail, rec.container_id) if rec.container_id else ""
                 )
                 await self._remove(rec, "failed to start", tombstone=False)
-            if isinstance(exc, BoxwrightError):
-                if logs:
-                    raise exc.with_details(agentLogTail=logs[-LOG_TAIL_CHARS:]) from exc
-                raise
+            failed = _boxwright_error_in(exc)
+            if failed is not None:
+                # A caller error (e.g. an allowlisted name resolving to an internal address) needs no logs.
+                if logs and failed.code.category is not Category.CALLER:
+                    raise failed.with_details(agentLogTail=logs[-LOG_TAIL_CHARS:]) from exc
+                if failed is exc:
+                    raise
+                raise failed from exc
             if isinstance(exc, Exception):
                 raise BoxwrightError(
                     ErrorCode.SANDBOX_START_FAILED,
@@ -257,13 +302,16 @@ class SandboxManager:
     async def keepalive(self, caller: Caller, sandbox_id: str | None, ttl_s: int | None = None) -> SandboxRecord:
         """Count the sandbox as used now and let it live `ttl_s` (default: the default TTL) from now, never
         past its creation + the maximum TTL and never shorter than it already had. Labels cannot change,
-        so the new expiry is kept in its overlay (read back after a restart)."""
+        so the new expiry is kept in its overlay (read back after a restart). The agent, which ends its
+        sandbox itself at the expiry it knows, is told first — a paused sandbox is resumed for that."""
         rec = self.resolve(caller, sandbox_id)
         now = datetime.now(UTC).replace(microsecond=0)
         ceiling = self.max_expiry(rec)
         wanted = now + timedelta(seconds=ttl_seconds(self.settings, ttl_s))
-        rec.expires_at = max(rec.expires_at, min(wanted, ceiling))
-        rec.last_used = datetime.now(UTC)
+        expires_at = max(rec.expires_at, min(wanted, ceiling))
+        extend = SandboxExtendParams(expiresAt=int(expires_at.timestamp()))
+        await self.call(caller, rec.id, methods.SANDBOX_EXTEND, extend, Deadline.after(EXTEND_TIMEOUT_S))
+        rec.expires_at = expires_at
         self.overlays.save(rec.id, Overlay.of(rec))
         return rec
 
@@ -321,9 +369,10 @@ class SandboxManager:
             try:
                 return rec, await self.agent.call(rec.endpoint, method, params, deadline)
             except BoxwrightError as exc:
-                if exc.code is not ErrorCode.CODE_RUNNER_UNAVAILABLE:
-                    raise
-                # The code runner daemon died (e.g. killed by user code): restart it once and retry.
+                if exc.code is not ErrorCode.CODE_RUNNER_UNAVAILABLE or exc.details.get("sent") is not False:
+                    raise  # e.g. RUN_OUTCOME_UNKNOWN: it may have run, so it must not run twice
+                # No code runner (e.g. killed by user code) and the call never reached one: start a
+                # new runner and retry once.
                 log.warning("code runner of %s is down; restarting it", rec.id)
                 await self.readiness.start_runner(rec, deadline)
                 return rec, await self.agent.call(rec.endpoint, method, params, deadline)

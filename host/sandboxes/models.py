@@ -43,11 +43,13 @@ class SandboxRecord:
     created_at: datetime
     expires_at: datetime
     token: str = field(repr=False)
+    runner_secret: str = field(repr=False, default="")
     status: SandboxStatus = SandboxStatus.STARTING
     container_id: str | None = None
     endpoint: AgentEndpoint | None = None
     network: str = "public"  # NetworkMode
     allow_hosts: list[str] = field(default_factory=list)
+    workspace_mb: int | None = None  # its size limit; None: none (the server runs without quotas)
     last_used: datetime = field(default_factory=lambda: datetime.now(UTC))
     # The job (a template run) this throw-away sandbox was made for; None for ordinary sandboxes and
     # once a job keeps its sandbox (host.sandboxes.jobs).
@@ -73,6 +75,7 @@ class SandboxRecord:
             image=self.image,
             network=self.network,
             allowHosts=list(self.allow_hosts),
+            workspaceMb=self.workspace_mb,
             isDefault=is_default,
         )
 
@@ -91,4 +94,5 @@ class SandboxView(BaseModel):
     workspace: str = "/workspace"
     network: str = Field("public", description="public | none | allowlist (see sandbox_create)")
     allowHosts: list[str] = Field(default_factory=list, description="With network allowlist: what it may reach")
+    workspaceMb: int | None = Field(None, description="Size limit of /workspace in MiB (null: none)")
     isDefault: bool = Field(False, description="Used when a tool call omits sandboxId")

@@ -7,8 +7,9 @@ a template run's throw-away sandbox, through host.sandboxes.jobs) hands one out 
   and swaps the token for a fresh one; since labels cannot change, those live in the state dir
   (host.sandboxes.overlay). The agent refuses the claim if it ever served a call or its workspace is
   not empty, so a claimed sandbox has never served anyone.
-- Its network policy is loaded when it starts: the pool holds sandboxes of the server's default
-  network mode (BOXWRIGHT_NETWORK) only. Other modes (and allowlists) are started cold.
+- Its network policy is loaded and its workspace made when it starts: the pool holds sandboxes of the
+  server's default network mode (BOXWRIGHT_NETWORK) and workspace size only. Other modes (and
+  allowlists, and other workspace sizes) are started cold.
 - A pooled sandbox that fails its claim or a health check (the authenticated sandbox.info, the code
   runner connected) is removed and replaced, never handed out.
 - Refilled in the background, at most `pool_concurrency` starts at once, and only while no live
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from host.agent_client import AgentEndpoint
+from host.sandboxes import limits
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from host.sandboxes.overlay import Overlay
 from rpc import methods
@@ -65,9 +67,14 @@ class WarmPool:
     def holds(self, sandbox_id: str) -> bool:
         return sandbox_id in self._starting or any(r.id == sandbox_id for r in self._ready)
 
-    def serves(self, network: NetworkPolicy) -> bool:
-        """Whether a sandbox of this network policy may come from the pool (see module doc)."""
-        return self.size > 0 and network.mode == self.settings.network and not network.allowHosts
+    def serves(self, network: NetworkPolicy, workspace_mb: int | None) -> bool:
+        """Whether a sandbox of this network policy and workspace size may come from the pool (see module doc)."""
+        return (
+            self.size > 0
+            and network.mode == self.settings.network
+            and not network.allowHosts
+            and workspace_mb == limits.workspace_mb(self.settings, None)
+        )
 
     def _deficit(self) -> int:
         return self.size - len(self._ready) - len(self._starting)
@@ -105,6 +112,8 @@ class WarmPool:
             job=job,
             pooled=True,
             container_id=pooled.container_id,
+            runner_secret=pooled.runner_secret,
+            workspace_mb=pooled.workspace_mb,
         )
         assert pooled.endpoint is not None
         rec.endpoint = AgentEndpoint(pooled.endpoint.base_url, rec.token)
@@ -117,7 +126,7 @@ class WarmPool:
             answer = await self.manager.agent.call(
                 pooled.endpoint,
                 methods.SANDBOX_CLAIM,
-                SandboxClaimParams(tokenSha256=token_sha256(rec.token)),
+                SandboxClaimParams(tokenSha256=token_sha256(rec.token), expiresAt=int(rec.expires_at.timestamp())),
                 Deadline.after(CLAIM_TIMEOUT_S),
             )
             if not answer.codeRunnerReady:
@@ -164,7 +173,12 @@ class WarmPool:
     async def start_one(self) -> SandboxRecord:
         s = self.settings
         rec = self.manager.new_record(
-            POOL_OWNER, name=None, ttl_s=s.max_ttl, network=NetworkPolicy(mode=s.network), pooled=True
+            POOL_OWNER,
+            name=None,
+            ttl_s=s.max_ttl,
+            network=NetworkPolicy(mode=s.network),
+            pooled=True,
+            workspace_mb=limits.workspace_mb(s, None),
         )
         if not self.manager.registry.claim(rec.id):  # pragma: no cover - fresh random id
             raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision")

@@ -48,12 +48,12 @@ class Readiness:
     async def start_runner(self, rec: SandboxRecord, deadline: Deadline) -> None:
         """Start the code runner daemon and wait until the agent reports it connected."""
         assert rec.container_id is not None
-        await anyio.to_thread.run_sync(self.backend.start_code_runner, rec.container_id)
+        await anyio.to_thread.run_sync(self.backend.start_code_runner, rec.container_id, rec.runner_secret)
         await self.wait(rec, deadline, need_runner=True)
 
     async def ensure_runner(self, rec: SandboxRecord, deadline: Deadline) -> None:
         """For a sandbox found running: agent answering, then the code runner connected (started only
-        if it is not — a second daemon would take over the socket from the first)."""
+        if it is not — a new daemon kills the old one and its processes)."""
         await self.wait(rec, deadline, need_runner=False)
         assert rec.endpoint is not None
         if not (await self.agent.health(rec.endpoint)).codeRunnerReady:

@@ -1,12 +1,21 @@
 """After a restart, and on every reaper sweep: find what no live server manages in this namespace
-(by labels and ownership locks) and adopt it when it is healthy, or remove it — so nothing leaks,
-not even a workspace volume or a network guard whose sandbox is gone."""
+and adopt it when it is healthy, or remove it — so nothing leaks, not even a workspace volume or a
+network guard whose sandbox is gone.
+
+What a server may touch (several servers may share one engine and namespace):
+- its own sandboxes — labels naming its id with its valid seal (host.identity) — that no live process
+  of it holds the ownership lock of: adopted when healthy, removed when dead or expired;
+- another server's (or an older version's) only when it is provably dead for good: the container
+  has stopped (a sandbox's agent exits on its own once its TTL is over) and its expiry lies more than
+  `foreign_grace` seconds in the past. A running sandbox of another server is never touched; one of
+  an older version (which does not exit on its own) once its expiry plus the grace has passed.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
@@ -14,6 +23,7 @@ import anyio.to_thread
 from host import labels
 from host.backends.base import ContainerInfo, SandboxBackend
 from host.config import Settings
+from host.identity import ServerIdentity
 from host.sandboxes.models import SandboxRecord, SandboxStatus
 from host.sandboxes.network import apply_network_policy
 from host.sandboxes.overlay import OverlayStore
@@ -32,6 +42,7 @@ log = logging.getLogger(__name__)
 
 ADOPT_TIMEOUT_S = 10.0
 EPOCH = datetime.fromtimestamp(0, UTC)
+STOPPED = ("exited", "dead")
 Remove = Callable[[SandboxRecord, str], Awaitable[None]]  # (record, reason): container and volume, no tombstone
 
 
@@ -39,6 +50,7 @@ class Reconciler:
     def __init__(
         self,
         settings: Settings,
+        identity: ServerIdentity,
         backend: SandboxBackend,
         registry: SandboxRegistry,
         readiness: Readiness,
@@ -47,6 +59,7 @@ class Reconciler:
         overlays: OverlayStore | None = None,
     ) -> None:
         self.settings = settings
+        self.identity = identity
         self.backend = backend
         self.registry = registry
         self.readiness = readiness
@@ -55,7 +68,7 @@ class Reconciler:
         self.pool: WarmPool | None = None  # set by the manager: adopts unclaimed pooled sandboxes
 
     async def reconcile(self) -> None:
-        """Adopt or remove sandboxes of this namespace that no live server manages."""
+        """Adopt or remove sandboxes of this namespace that no live server manages (see module doc)."""
         infos = await anyio.to_thread.run_sync(self.backend.list_sandboxes, self.settings.namespace)
         seen: set[str] = set()
         for info in infos:
@@ -67,17 +80,36 @@ class Reconciler:
                 continue
             if self.pool is not None and self.pool.holds(info.sandbox_id):
                 continue
-            if self.registry.claim(info.sandbox_id):  # else: another live server manages it
-                await self._adopt_or_remove(info)
+            if labels.made_by(info.labels, self.identity):
+                if self.registry.claim(info.sandbox_id):  # else: another live process of this server has it
+                    await self._adopt_or_remove(info)
+            elif self.dead_for_good(info.labels, running=info.status not in STOPPED) and self.registry.claim(
+                info.sandbox_id
+            ):
+                log.info("removing sandbox %s (%s): stopped and long expired", info.sandbox_id, _by(info))
+                await self.remove(self.record_of(info), "another server's, dead for good")
         for rec in self.registry:
             if rec.id not in seen and rec.status is not SandboxStatus.STARTING:
                 log.warning("sandbox %s disappeared (removed outside Boxwright)", rec.id)
                 self.registry.forget(rec)
         await self._remove_orphan_volumes(seen | {rec.id for rec in self.registry})
-        await anyio.to_thread.run_sync(self.backend.remove_leftover_guards)
+        live = seen | {rec.id for rec in self.registry}
+        await anyio.to_thread.run_sync(
+            self.backend.sweep_leftovers, self.identity.server_id, live, self.settings.foreign_grace
+        )
+
+    def dead_for_good(self, found: Mapping[str, str], *, running: bool) -> bool:
+        """Whether a sandbox (or volume) this server did not make may be removed by it: long expired, and
+        stopped — or running but of an older version, whose agent never exits on its own."""
+        lab = labels.decode(found)
+        if lab.expires_at is None:
+            return False
+        if running and lab.server_id is not None:
+            return False
+        return datetime.now(UTC) >= lab.expires_at + timedelta(seconds=self.settings.foreign_grace)
 
     def record_of(self, info: ContainerInfo) -> SandboxRecord:
-        """The record a container's labels describe."""
+        """The record a container's labels describe (its token derived from this server's secret)."""
         lab = labels.decode(info.labels)
         rec = SandboxRecord(
             id=info.sandbox_id,
@@ -86,11 +118,13 @@ class Reconciler:
             image=lab.image or "",
             created_at=lab.created_at or EPOCH,
             expires_at=lab.expires_at or EPOCH,
-            token=lab.token or "",
+            token=self.identity.sandbox_token(self.settings.namespace, info.sandbox_id),
+            runner_secret=self.identity.runner_secret(self.settings.namespace, info.sandbox_id),
             # Sandboxes from before network modes carry no label: they get the server's default.
             network=lab.network or self.settings.network,
             allow_hosts=list(lab.allow_hosts),
             job=lab.job,
+            workspace_mb=lab.workspace_mb,
             pooled=lab.pooled,
         )
         # A pooled sandbox that was claimed (who has it now, with which token) or one whose TTL was
@@ -123,8 +157,8 @@ class Reconciler:
             reason = f"container {info.status}"
         elif datetime.now(UTC) >= rec.expires_at:
             reason = "TTL expired"
-        elif not rec.token or rec.endpoint is None:
-            reason = "incomplete labels"
+        elif rec.endpoint is None:
+            reason = "no published agent port"
         elif self.unclaimed(rec):
             if self.pool is None or not await self.pool.adopt(rec):
                 reason = "pooled, and the warm pool has no room for it (or it is unhealthy)"
@@ -134,7 +168,7 @@ class Reconciler:
             self.registry.add(rec)
             try:
                 # Loaded again: the server that made it may have died before its policy was in place.
-                await apply_network_policy(self.backend, rec)
+                await apply_network_policy(self.backend, self.settings, rec, self.identity.server_id)
                 await self.readiness.ensure_runner(rec, Deadline.after(ADOPT_TIMEOUT_S))
                 if rec.pooled:  # claimed: a server that died mid-claim may have left the agent the pool's token
                     await self.readiness.agent.call(
@@ -151,8 +185,16 @@ class Reconciler:
 
     async def _remove_orphan_volumes(self, live: set[str]) -> None:
         orphans = await anyio.to_thread.run_sync(self.backend.list_orphan_volumes, self.settings.namespace, live)
-        for vol, sid in orphans:
-            if self.registry.claim(sid):
+        for vol, found in orphans:
+            sid = found.get(labels.SANDBOX, "")
+            ours = labels.made_by(found, self.identity)
+            # Another server's volume may belong to a sandbox it is creating right now: only long-expired ones.
+            if (ours or self.dead_for_good(found, running=False)) and self.registry.claim(sid):
                 log.info("removing orphan workspace volume %s", vol)
                 await anyio.to_thread.run_sync(self.backend.remove_volume, vol)
                 self.registry.unclaim(sid)
+
+
+def _by(info: ContainerInfo) -> str:
+    server = info.labels.get(labels.SERVER)
+    return f"of server {server}" if server else "of an older version"

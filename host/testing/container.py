@@ -15,8 +15,9 @@ from testcontainers.core.wait_strategies import HttpWaitStrategy
 
 from host import labels
 from host.agent_client import AgentEndpoint, read_answer
-from host.backends.hardening import CODE_RUNNER_CMD, RUNNER_UID, SANDBOX_GID, Limits, hardened
-from host.config import DEFAULT_IMAGE
+from host.backends.hardening import RUNNER_UID, SANDBOX_GID, Limits, hardened
+from host.backends.runner import start_code_runner
+from host.config import DEFAULT_IMAGE, size_bytes
 from rpc import methods
 from rpc.agent import AGENT_PORT, agent_env
 from rpc.deadline import LADDER
@@ -29,17 +30,23 @@ from rpc.models.sandbox import Health
 
 
 class BoxwrightContainer(DockerContainer):
-    def __init__(self, image: str = DEFAULT_IMAGE, *, mem_limit: str = "1g", **kwargs: Any) -> None:
+    def __init__(self, image: str = DEFAULT_IMAGE, *, mem_limit: str = "2g", **kwargs: Any) -> None:
         super().__init__(image, **kwargs)
         self.token = secrets.token_urlsafe(32)
-        for name, value in agent_env(self.token).items():
+        self._runner_secret = secrets.token_urlsafe(32)
+        for name, value in agent_env(self.token, self._runner_secret).items():
             self.with_env(name, value)
         # Hardened like the sandboxes the server starts; testcontainers passes ports and tmpfs itself.
-        run = hardened(Limits(mem_limit=mem_limit, pids_limit=512, shm_size="256m", tmp_size="256m"))
+        # Its scratch mounts and its tmpfs workspace hold at most half its memory (as Settings requires of
+        # the server's sandboxes): an eighth for the workspace, a sixteenth for each of the four others.
+        sixteenth = size_bytes(mem_limit) // 16
+        run = hardened(Limits(mem_limit, pids_limit=512, shm_size=str(sixteenth), tmp_size=str(sixteenth)))
         self.ports.update(run.pop("ports"))
         self.tmpfs.update(run.pop("tmpfs"))
         # No named volume here: the workspace is a tmpfs shaped like the image's /workspace.
-        self.tmpfs["/workspace"] = f"rw,exec,nosuid,nodev,size=512m,uid={RUNNER_UID},gid={SANDBOX_GID},mode=2775"
+        self.tmpfs["/workspace"] = (
+            f"rw,exec,nosuid,nodev,size={4 * sixteenth},uid={RUNNER_UID},gid={SANDBOX_GID},mode=2775"
+        )
         self.with_kwargs(**run, labels={labels.PREFIX + "testcontainer": "1"})
         self.waiting_for(HttpWaitStrategy(AGENT_PORT, "/healthz").for_status_code(200))
         self._http: httpx.Client | None = None
@@ -47,7 +54,8 @@ class BoxwrightContainer(DockerContainer):
 
     def start(self) -> Self:
         super().start()
-        self.get_wrapped_container().exec_run(CODE_RUNNER_CMD, user="runner", detach=True)
+        container = self.get_wrapped_container()
+        start_code_runner(container.client.api, container.id or "", self._runner_secret)
         deadline = time.monotonic() + 30
         while not self.health().codeRunnerReady:
             if time.monotonic() > deadline:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pwd
 import secrets
 import shutil
 import tempfile
@@ -34,10 +35,11 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.network import NetworkPolicy
 from rpc.settings import ENV_PREFIX
 from sandbox_image.agent import create_agent_app
-from sandbox_image.code.daemon import start_runner
+from sandbox_image.code.daemon import RunnerDaemon
 from sandbox_image.config import SandboxSettings
 
 T = TypeVar("T")
+IMAGE_LABELS = {"org.opencontainers.image.title": "boxwright-sandbox", labels.PREFIX + "source-hash": "sha256:0"}
 CALL_TIMEOUT_S = 60.0
 
 
@@ -51,7 +53,8 @@ class FakeContainer:
     status: str = "running"
     agent: web.AppRunner | None = None
     agent_url: str | None = None
-    runner: web.AppRunner | None = None
+    runner: RunnerDaemon | None = None
+    serving: asyncio.Task[None] | None = None
     unpaused: asyncio.Event = field(default_factory=asyncio.Event)
 
     def info(self) -> ContainerInfo:
@@ -141,11 +144,12 @@ class FakeBackend(SandboxBackend):
             workspace=str(home / "workspace"),
             runner_socket=str(sockets / "runner.sock"),
             runner_socket_group=None,
+            runner_user=pwd.getpwuid(os.getuid()).pw_name,  # the daemon runs in this process, as us
         )
         container = FakeContainer(
             container_id="fake_" + secrets.token_hex(6),
             sandbox_id=spec.sandbox_id,
-            labels=dict(spec.labels),
+            labels={**IMAGE_LABELS, **spec.labels},  # the engine adds the image's labels to the container's
             settings=settings,
             volume=f"boxwright-{spec.sandbox_id}-workspace",
         )
@@ -156,19 +160,24 @@ class FakeBackend(SandboxBackend):
             self._containers[container.container_id] = container
         return container.info()
 
-    def start_code_runner(self, container_id: str) -> None:
+    def start_code_runner(self, container_id: str, secret: str) -> None:
         container = self._containers[container_id]
-        if container.runner is None:
-            container.runner = self._run(start_runner(container.settings))
+        self._run(self._stop_runner(container))  # a new daemon replaces the old one, as take-over does
+        self._run(self._start_runner(container, secret))
 
     def host_addresses(self) -> list[str]:
         return []
 
-    def apply_network_policy(self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy) -> str:
+    def host_networks(self) -> list[str]:
+        return []
+
+    def apply_network_policy(
+        self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str
+    ) -> str:
         self.policies[sandbox_id] = policy
         return f'{{"mode": "{policy.mode}", "enforced": false}}'
 
-    def remove_leftover_guards(self) -> None:
+    def sweep_leftovers(self, server_id: str, live_ids: set[str], grace_s: float) -> None:
         return None
 
     def inspect(self, container_id: str) -> ContainerInfo | None:
@@ -206,14 +215,10 @@ class FakeBackend(SandboxBackend):
     def list_sandboxes(self, namespace: str) -> list[ContainerInfo]:
         return [c.info() for c in self._containers.values() if c.labels.get(labels.NAMESPACE) == namespace]
 
-    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, str]]:
+    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, dict[str, str]]]:
         with self._lock:
-            ours = {
-                n: lab.get(labels.SANDBOX, "")
-                for n, lab in self.volumes.items()
-                if lab.get(labels.NAMESPACE) == namespace
-            }
-        return [(name, sid) for name, sid in ours.items() if sid not in live_ids]
+            found = [(n, dict(lab)) for n, lab in self.volumes.items() if lab.get(labels.NAMESPACE) == namespace]
+        return [(name, lab) for name, lab in found if lab.get(labels.SANDBOX, "") not in live_ids]
 
     def remove_volume(self, name: str) -> None:
         with self._lock:
@@ -238,12 +243,16 @@ class FakeBackend(SandboxBackend):
         host, port = runner.addresses[0][:2]
         container.agent, container.agent_url = runner, f"http://{host}:{port}"
 
+    async def _start_runner(self, container: FakeContainer, secret: str) -> None:
+        daemon = RunnerDaemon(container.settings)
+        container.runner, container.serving = daemon, asyncio.create_task(daemon.serve(secret, connect_within_s=10))
+
     async def _stop_runner(self, container: FakeContainer) -> None:
-        runner, container.runner = container.runner, None
-        if runner is not None:
-            await runner.cleanup()
-            with contextlib.suppress(OSError):
-                os.unlink(container.settings.runner_socket)
+        serving, container.serving, container.runner = container.serving, None, None
+        if serving is not None:
+            serving.cancel()
+            with contextlib.suppress(BaseException):
+                await serving
 
     async def _shut_down(self, container: FakeContainer) -> None:
         container.unpaused.set()  # let paused requests finish so the app can close

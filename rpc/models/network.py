@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from rpc.models.base import Params
+from rpc.netblocks import blocked_networks, internal_overlap, permitted
 
 NetworkMode = Literal["public", "none", "allowlist"]
 MAX_ALLOW_HOSTS = 32
@@ -50,8 +51,16 @@ class NetworkPolicy(Params):
         default_factory=list,
         description="Set by the server, not by callers: the Docker host's own addresses, blocked in public mode",
     )
+    hostNetworks: list[str] = Field(
+        default_factory=list,
+        description="Set by the server: the subnets attached to the Docker host (its LAN), blocked in public mode",
+    )
+    internalAllowed: list[str] = Field(
+        default_factory=list,
+        description="Set by the server: internal ranges and hostnames its operator lets callers allowlist",
+    )
 
-    @field_validator("allowHosts")
+    @field_validator("allowHosts", "internalAllowed")
     @classmethod
     def _entries(cls, value: list[str]) -> list[str]:
         return list(dict.fromkeys(parse_allow_entry(v) for v in value))
@@ -61,6 +70,11 @@ class NetworkPolicy(Params):
     def _addresses(cls, value: list[str]) -> list[str]:
         return [str(ipaddress.ip_address(v)) for v in value]
 
+    @field_validator("hostNetworks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        return [str(ipaddress.ip_network(v, strict=False)) for v in value]
+
     @model_validator(mode="after")
     def _consistent(self) -> NetworkPolicy:
         if self.mode == "allowlist" and not self.allowHosts:
@@ -68,3 +82,25 @@ class NetworkPolicy(Params):
         if self.mode != "allowlist" and self.allowHosts:
             raise ValueError(f"allowHosts only applies to mode 'allowlist', not {self.mode!r}")
         return self
+
+    def refused_entries(self) -> list[tuple[int, str, str]]:
+        """Literal allowlist entries (addresses, ranges) that reach an internal range the operator did not
+        permit, as (index, entry, the range): hostnames are checked by netguard once resolved."""
+        internal = blocked_networks([*self.hostAddresses, *self.hostNetworks])
+        permits = [ipaddress.ip_network(p) for p in self.internalAllowed if _is_network(p)]
+        refused = []
+        for i, entry in enumerate(self.allowHosts):
+            if _is_network(entry):
+                net = ipaddress.ip_network(entry)
+                hit = internal_overlap(net, internal)
+                if hit is not None and not permitted(net, permits):
+                    refused.append((i, entry, str(hit)))
+        return refused
+
+
+def _is_network(entry: str) -> bool:
+    try:
+        ipaddress.ip_network(entry)
+    except ValueError:
+        return False
+    return True

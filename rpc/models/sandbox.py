@@ -34,6 +34,7 @@ class SandboxClaimParams(Params):
     tokenSha256: str = Field(
         pattern=r"^[0-9a-f]{64}$", description="SHA-256 (hex) of the token that replaces the pool's"
     )
+    expiresAt: int | None = Field(None, ge=0, description="The claimed sandbox's expiry (epoch seconds)")
 
 
 class SandboxClaimResult(Result):
@@ -50,3 +51,11 @@ class SandboxActivityResult(Result):
         description="Background processes still running; null: the code runner is down"
     )
     runsInFlight: int = Field(description="Template runs queued or running in this sandbox")
+
+
+class SandboxExtendParams(Params):
+    expiresAt: int = Field(ge=0, description="The sandbox's new expiry (epoch seconds)")
+
+
+class SandboxExtendResult(Result):
+    expiresAt: int

@@ -142,9 +142,10 @@ class ProcessManager:
                 details={"maxRunning": self.max_running},
             )
         began = time.monotonic()
-        cwd, env, script = self.runner.prepare(params)
+        process_id = f"proc_{secrets.token_hex(6)}"
+        cwd, env, script = self.runner.prepare(params, process_id)
         managed = Managed(
-            process_id=f"proc_{secrets.token_hex(6)}",
+            process_id=process_id,
             language=params.language,
             command=_command(params.code),
             ring=RingBuffer(self.ring_bytes),
@@ -161,6 +162,7 @@ class ProcessManager:
                     stdin_path=script.stdin_path,
                     stdout_fd=write_end,
                     stderr_fd=write_end,
+                    children=self.runner.children,
                 )
             finally:
                 os.close(write_end)
@@ -168,12 +170,15 @@ class ProcessManager:
             managed.close()
             raise
         self._procs[managed.process_id] = managed
+        # Its orphans (a daemonizing server, say) live as long as the process is known and not killed.
+        self.runner.children.live_runs.add(managed.process_id)
         managed.watcher = asyncio.create_task(self._watch(managed), name=f"watch {managed.process_id}")
         return CodeRunResult(processId=managed.process_id, durationMs=int((time.monotonic() - began) * 1000))
 
     async def _watch(self, managed: Managed) -> None:
         assert managed.proc is not None and managed.reader is not None
         returncode = await managed.proc.wait()
+        self.runner.children.started.discard(managed.proc.pid)
         managed.ended = time.monotonic()
         # Let the last output arrive before reporting the exit, so "exited" implies "output complete"
         # (unless something the process left behind still holds the pipe).
@@ -189,6 +194,7 @@ class ProcessManager:
         for managed in finished[: max(0, len(finished) - self.max_finished)]:
             managed.close()
             del self._procs[managed.process_id]
+            self.runner.children.live_runs.discard(managed.process_id)
 
     def list_processes(self) -> ProcessListResult:
         ordered = sorted(self._procs.values(), key=lambda m: m.started)
@@ -212,6 +218,8 @@ class ProcessManager:
 
     async def kill(self, params: ProcessKillParams, deadline: Deadline) -> ProcessKillResult:
         managed = self.get(params.processId)
+        self.runner.children.live_runs.discard(managed.process_id)  # its orphans go with it
+        await self.runner.children.end_orphans()
         if managed.running and managed.proc is not None:
             signal_group(managed.proc.pid, _SIGNALS[params.signal])
             if params.signal == "KILL":
@@ -234,4 +242,5 @@ class ProcessManager:
             if managed.watcher is not None:
                 managed.watcher.cancel()
             managed.close()
+            self.runner.children.live_runs.discard(managed.process_id)
         self._procs.clear()

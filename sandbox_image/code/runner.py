@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import time
 
 from rpc.deadline import LADDER, Deadline
 from rpc.models.code import CodeRunParams, CodeRunResult
 from sandbox_image.code.outputs import CappedBuffer
-from sandbox_image.code.procs import exit_code, kill_session, kill_session_now
+from sandbox_image.code.procs import Children, exit_code, kill_session, kill_session_now
 from sandbox_image.code.spawn import PipeReader, Script, open_reader, spawn, user_env, write_script
 from sandbox_image.config import SandboxSettings
 from sandbox_image.files.workspace import Workspace
@@ -25,25 +26,28 @@ class CodeRunner:
     def __init__(self, settings: SandboxSettings, workspace: Workspace | None = None) -> None:
         self.settings = settings
         self.workspace = workspace or Workspace(settings.workspace)
+        self.children = Children()
 
     def argv(self, params: CodeRunParams, script: Script) -> list[str]:
         interpreter = self.settings.python if params.language == "python" else self.settings.bash
         return [interpreter, script.path]
 
-    def prepare(self, params: CodeRunParams) -> tuple[str, dict[str, str], Script]:
+    def prepare(self, params: CodeRunParams, run_id: str) -> tuple[str, dict[str, str], Script]:
         """cwd (confined to the workspace), env and script file; raises before anything starts."""
         cwd = self.workspace.directory(params.cwd)
-        env = user_env(params.env)
+        env = user_env(params.env, run_id)
         return cwd, env, write_script(params, self.settings.runner_scratch)
 
     async def run_sync(self, params: CodeRunParams, deadline: Deadline) -> CodeRunResult:
         # The run's own timeout fires inside the handler's deadline, so a timed-out run still answers
         # with its output and `timedOut: true` instead of an OPERATION_TIMEOUT.
         timeout = LADDER.operation(deadline, params.timeoutMs).remaining()
-        cwd, env, script = self.prepare(params)
+        run_id = "run_" + secrets.token_hex(6)
+        cwd, env, script = self.prepare(params, run_id)
         stdout, stderr = CappedBuffer(params.maxOutputBytes), CappedBuffer(params.maxOutputBytes)
         readers: list[tuple[asyncio.ReadTransport, PipeReader]] = []
         proc: asyncio.subprocess.Process | None = None
+        self.children.live_runs.add(run_id)
         try:
             write_ends: list[int] = []
             try:
@@ -59,6 +63,7 @@ class CodeRunner:
                     stdin_path=script.stdin_path,
                     stdout_fd=write_ends[0],
                     stderr_fd=write_ends[1],
+                    children=self.children,
                 )
             finally:
                 for fd in write_ends:  # the child has its copies; ours would keep the pipes open forever
@@ -78,9 +83,15 @@ class CodeRunner:
         finally:
             if proc is not None:  # also when cancelled (deadline, shutdown) half-way through
                 kill_session_now(proc.pid)
+                if proc.returncode is not None:
+                    self.children.started.discard(proc.pid)
+            self.children.live_runs.discard(run_id)
             for transport, _ in readers:
                 transport.close()
             script.remove()
+        # What escaped the session (setsid) and outlived its parent was reparented to the daemon: it ends
+        # with the run too.
+        await self.children.end_orphans()
         return CodeRunResult(
             stdout=stdout.text(),
             stderr=stderr.text(),

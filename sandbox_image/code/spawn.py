@@ -15,8 +15,9 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
+from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter, out_of_processes, process_limit
 from rpc.models.code import CodeRunParams
+from sandbox_image.code.procs import RUN_ID_VAR, Children
 
 # What user code sees: never the daemon's own environment (no BOXWRIGHT_*, no venv).
 BASE_ENV: dict[str, str] = {
@@ -28,7 +29,6 @@ BASE_ENV: dict[str, str] = {
 }
 # Group-writable so the agent (group sandbox) can read and edit what code creates in the workspace.
 USER_UMASK = 0o002
-
 _SUFFIX = {"python": ".py", "bash": ".sh"}
 
 
@@ -36,9 +36,11 @@ def _bad_env(message: str) -> BoxwrightError:
     return invalid_parameter("env", message)
 
 
-def user_env(extra: Mapping[str, str]) -> dict[str, str]:
-    """BASE_ENV plus the caller's variables (which may override it)."""
+def user_env(extra: Mapping[str, str], run_id: str | None = None) -> dict[str, str]:
+    """BASE_ENV (with the run's id) plus the caller's variables (which may override it)."""
     env = dict(BASE_ENV)
+    if run_id:
+        env[RUN_ID_VAR] = run_id
     for key, value in extra.items():
         if not key or "=" in key or "\x00" in key:
             raise _bad_env("variable names must be non-empty and contain neither '=' nor NUL")
@@ -117,23 +119,33 @@ async def spawn(
     stdin_path: str | None,
     stdout_fd: int,
     stderr_fd: int,
+    children: Children | None = None,
 ) -> asyncio.subprocess.Process:
-    """Start `argv` in a new session with the user umask; the caller closes its copies of the fds."""
+    """Start `argv` in a new session with the user umask; the caller closes its copies of the fds.
+    The process is recorded in `children` (its owner forgets it once it has been waited for)."""
     # A file rather than a pipe: nothing to feed concurrently, no broken pipe if the code ignores stdin.
     stdin_fd = os.open(stdin_path, os.O_RDONLY | os.O_CLOEXEC) if stdin_path else None
+    children = children if children is not None else Children()
     try:
-        return await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=stdin_fd if stdin_fd is not None else subprocess.DEVNULL,
-            stdout=stdout_fd,
-            stderr=stderr_fd,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-            umask=USER_UMASK,
-            close_fds=True,
-        )
-    except OSError as exc:
+        with children.spawn():
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=stdin_fd if stdin_fd is not None else subprocess.DEVNULL,
+                stdout=stdout_fd,
+                stderr=stderr_fd,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                umask=USER_UMASK,
+                close_fds=True,
+            )
+            children.started.add(proc.pid)
+            return proc
+    except (OSError, RuntimeError) as exc:
+        if out_of_processes(exc):
+            raise process_limit(f"could not start {os.path.basename(argv[0])}") from None
+        if isinstance(exc, RuntimeError):
+            raise
         raise BoxwrightError(
             ErrorCode.EXECUTION_ERROR,
             f"could not start {os.path.basename(argv[0])}: {exc.strerror}",

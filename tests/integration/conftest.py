@@ -31,13 +31,30 @@ def docker_client() -> docker.DockerClient:
 def namespace(docker_client: docker.DockerClient) -> Iterator[str]:
     ns = f"test-{secrets.token_hex(4)}"
     yield ns
-    # Safety net: nothing of this run may outlive it.
-    for c in docker_client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={ns}"}):
+    remove_namespace(docker_client, ns)  # safety net: nothing of this run may outlive it
+
+
+def remove_namespace(client: docker.DockerClient, ns: str) -> None:
+    """Everything a test's servers made in namespace `ns`: containers, volumes, the network."""
+    for c in client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={ns}"}):
         c.remove(force=True)
-    for v in docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}):
+    for v in client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}):
         v.remove(force=True)
-    for n in docker_client.networks.list(names=[f"boxwright-{ns}"]):
+    for n in client.networks.list(names=[f"boxwright-{ns}"]):
         n.remove()
+
+
+def own_env(server_env: dict[str, str], suffix: str, state: Path, **extra: str) -> dict[str, str]:
+    """A test server's environment in a namespace (`<run's>-<suffix>`) and state dir of its own; no token
+    file, so an anonymous loopback server (owner `local`)."""
+    env = dict(server_env)
+    env.update(
+        BOXWRIGHT_NAMESPACE=f"{server_env['BOXWRIGHT_NAMESPACE']}-{suffix}",
+        BOXWRIGHT_STATE_DIR=str(state),
+        XDG_CONFIG_HOME=str(state / "config"),
+        **extra,
+    )
+    return env
 
 
 @pytest.fixture(scope="session")
@@ -55,8 +72,14 @@ def server_env(namespace: str, image: str, tmp_path_factory: pytest.TempPathFact
         BOXWRIGHT_IMAGE=image,
         BOXWRIGHT_LOG_LEVEL="INFO",
         XDG_CONFIG_HOME=str(state / "config"),
+        # Docker's default address pools: tests allowlist their own decoys and sandboxes on these bridges.
+        BOXWRIGHT_INTERNAL_ALLOW_HOSTS=INTERNAL_ALLOWED,
+        BOXWRIGHT_WORKSPACE_DIR=str(state / "workspaces"),  # the test run's workspace images stay in its tmp
     )
     return env
+
+
+INTERNAL_ALLOWED = "172.16.0.0/12,192.168.0.0/16"
 
 
 def free_port() -> int:
@@ -66,13 +89,16 @@ def free_port() -> int:
 
 
 class HttpServer:
-    def __init__(self, env: dict[str, str], log_path: Path, extra: list[str] | None = None) -> None:
+    def __init__(
+        self, env: dict[str, str], log_path: Path, extra: list[str] | None = None, *, host: str = "127.0.0.1"
+    ) -> None:
+        self.host = host
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.url = f"http://{host}:{self.port}/mcp"
         self.log_path = log_path
         self._log = log_path.open("wb")
         self.proc = subprocess.Popen(
-            [BOXWRIGHT, "serve", "--http", "--port", str(self.port), *(extra or [])],
+            [BOXWRIGHT, "serve", "--http", "--host", host, "--port", str(self.port), *(extra or [])],
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -80,7 +106,7 @@ class HttpServer:
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1).status_code == 200:
+                if httpx.get(f"http://{host}:{self.port}/healthz", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import docker
 import httpx
 
-from host import labels
+from host import identity, labels
 from tests.integration.conftest import HttpServer
 from tests.integration.mcp_helpers import Session, http_session
 
@@ -105,18 +106,19 @@ async def test_http_without_or_with_a_wrong_token_is_refused(http_server: HttpSe
 
 
 async def test_agent_rpc_needs_the_token_and_survives_garbage(
-    http_server: HttpServer, tokens: dict, docker_client: docker.DockerClient
+    http_server: HttpServer, tokens: dict, docker_client: docker.DockerClient, server_env: dict
 ) -> None:
+    server = identity.find(Path(server_env["BOXWRIGHT_STATE_DIR"]))
+    assert server is not None
     async with sandbox(http_server, tokens["bob"]) as (_, sid):
-        await _check_agent_endpoint(sid, docker_client)
+        await _check_agent_endpoint(sid, docker_client, server.sandbox_token(server_env["BOXWRIGHT_NAMESPACE"], sid))
 
 
-async def _check_agent_endpoint(sid: str, docker_client: docker.DockerClient) -> None:
+async def _check_agent_endpoint(sid: str, docker_client: docker.DockerClient, token: str) -> None:
     [c] = docker_client.containers.list(filters={"label": f"{labels.SANDBOX}={sid}"})
     binding = c.ports["8080/tcp"][0]
     assert binding["HostIp"] == "127.0.0.1"  # never published beyond loopback
     url = f"http://127.0.0.1:{binding['HostPort']}/rpc"
-    token = c.labels[labels.TOKEN]
     call = {"jsonrpc": "2.0", "id": 1, "method": "sandbox.info", "params": {}}
     async with httpx.AsyncClient() as client:
         r = await client.post(url, json=call)

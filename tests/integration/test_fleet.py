@@ -11,11 +11,11 @@ import anyio
 import docker
 import httpx
 
-from host import labels
+from host import identity, labels
 from tests.integration import test_lifecycle
-from tests.integration.conftest import HttpServer
+from tests.integration.conftest import HttpServer, own_env
 from tests.integration.mcp_helpers import http_session
-from tests.integration.test_lifecycle import containers, env_for
+from tests.integration.test_lifecycle import containers
 
 cleanup_namespace = test_lifecycle.cleanup_namespace  # the fixture: namespaces removed after the test
 
@@ -51,7 +51,7 @@ async def wait_for_pool(server: HttpServer, count: int, timeout_s: float = 120) 
 async def test_warm_pool_hands_out_distinct_fresh_sandboxes_and_replaces_a_dead_one(
     server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
 ) -> None:
-    env = env_for(server_env, "pool", tmp_path, BOXWRIGHT_POOL_SIZE="2", BOXWRIGHT_REAP_INTERVAL="2")
+    env = own_env(server_env, "pool", tmp_path, BOXWRIGHT_POOL_SIZE="2", BOXWRIGHT_REAP_INTERVAL="2")
     ns = env["BOXWRIGHT_NAMESPACE"]
     cleanup_namespace.append(ns)
     server = HttpServer(env, tmp_path / "pool.log")
@@ -59,7 +59,9 @@ async def test_warm_pool_hands_out_distinct_fresh_sandboxes_and_replaces_a_dead_
         await wait_for_pool(server, 2)
         pool = pooled(docker_client, ns)
         assert len(pool) == 2
-        pool_tokens = {sid: c.labels[labels.TOKEN] for sid, c in pool.items()}  # type: ignore[attr-defined]
+        server_identity = identity.find(tmp_path)  # the pool's tokens derive from the server's secret
+        assert server_identity is not None
+        pool_tokens = {sid: server_identity.sandbox_token(ns, sid) for sid in pool}
         # One pooled sandbox's agent dies (as a crash would): it must never be handed out.
         dead = sorted(pool)[0]
         killed = pool[dead].exec_run(["pkill", "-KILL", "-f", "-x", ".*python -m sandbox_image"], user="agent")  # type: ignore[attr-defined]
@@ -101,7 +103,7 @@ async def test_warm_pool_hands_out_distinct_fresh_sandboxes_and_replaces_a_dead_
 async def test_pause_resume_and_a_sigkilled_server_adopts_the_paused_sandbox(
     server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
 ) -> None:
-    env = env_for(server_env, "pause", tmp_path)
+    env = own_env(server_env, "pause", tmp_path)
     ns = env["BOXWRIGHT_NAMESPACE"]
     cleanup_namespace.append(ns)
     first = HttpServer(env, tmp_path / "first.log")
@@ -135,7 +137,7 @@ async def test_pause_resume_and_a_sigkilled_server_adopts_the_paused_sandbox(
 async def test_idle_spares_a_sandbox_with_a_background_process_and_the_ttl_removes_both(
     server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
 ) -> None:
-    env = env_for(server_env, "idle", tmp_path, BOXWRIGHT_IDLE_TIMEOUT="3", BOXWRIGHT_REAP_INTERVAL="1")
+    env = own_env(server_env, "idle", tmp_path, BOXWRIGHT_IDLE_TIMEOUT="3", BOXWRIGHT_REAP_INTERVAL="1")
     ns = env["BOXWRIGHT_NAMESPACE"]
     cleanup_namespace.append(ns)
     server = HttpServer(env, tmp_path / "idle.log")
@@ -165,7 +167,7 @@ async def test_idle_spares_a_sandbox_with_a_background_process_and_the_ttl_remov
 async def test_an_owner_over_the_memory_total_gets_a_quota_error_and_nothing_half_created(
     server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
 ) -> None:
-    env = env_for(server_env, "quota", tmp_path, BOXWRIGHT_MEM_LIMIT="512m", BOXWRIGHT_MAX_MEMORY_PER_OWNER="1g")
+    env = own_env(server_env, "quota", tmp_path, BOXWRIGHT_MEM_LIMIT="512m", BOXWRIGHT_MAX_MEMORY_PER_OWNER="1g")
     ns = env["BOXWRIGHT_NAMESPACE"]
     cleanup_namespace.append(ns)
     server = HttpServer(env, tmp_path / "quota.log")

@@ -11,19 +11,8 @@ import docker
 import pytest
 
 from host import labels
-from tests.integration.conftest import HttpServer
+from tests.integration.conftest import HttpServer, own_env, remove_namespace
 from tests.integration.mcp_helpers import http_session
-
-
-def env_for(server_env: dict, suffix: str, tmp_path: Path, **extra: str) -> dict:
-    env = dict(server_env)
-    env.update(
-        BOXWRIGHT_NAMESPACE=f"{server_env['BOXWRIGHT_NAMESPACE']}-{suffix}",
-        BOXWRIGHT_STATE_DIR=str(tmp_path),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),  # no token file: anonymous loopback server
-    )
-    env.update(extra)
-    return env
 
 
 def containers(client: docker.DockerClient, namespace: str) -> dict[str, object]:
@@ -36,18 +25,13 @@ def cleanup_namespace(docker_client: docker.DockerClient):
     spaces: list[str] = []
     yield spaces
     for ns in spaces:
-        for c in containers(docker_client, ns).values():
-            c.remove(force=True)
-        for v in docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}):
-            v.remove(force=True)
-        for n in docker_client.networks.list(names=[f"boxwright-{ns}"]):
-            n.remove()
+        remove_namespace(docker_client, ns)
 
 
 async def test_sigkilled_server_leaves_nothing_behind(
     server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
 ) -> None:
-    env = env_for(server_env, "restart", tmp_path)
+    env = own_env(server_env, "restart", tmp_path)
     ns = env["BOXWRIGHT_NAMESPACE"]
     cleanup_namespace.append(ns)
     first = HttpServer(env, tmp_path / "first.log")
@@ -79,17 +63,18 @@ async def test_sigkilled_server_leaves_nothing_behind(
 async def test_ttl_expiry_and_limits(
     server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
 ) -> None:
-    env = env_for(server_env, "ttl", tmp_path, BOXWRIGHT_REAP_INTERVAL="1", BOXWRIGHT_MAX_SANDBOXES_PER_OWNER="2")
+    env = own_env(server_env, "ttl", tmp_path, BOXWRIGHT_REAP_INTERVAL="1", BOXWRIGHT_MAX_SANDBOXES_PER_OWNER="2")
     ns = env["BOXWRIGHT_NAMESPACE"]
     cleanup_namespace.append(ns)
     server = HttpServer(env, tmp_path / "ttl.log")
     try:
         async with http_session(server.url) as s:
-            short = (await s.ok("sandbox_create", {"ttlSeconds": 10}))["sandboxId"]
             other = (await s.ok("sandbox_create"))["sandboxId"]
+            # Made last, so its TTL runs out only after the limit check below, however slow starts are.
+            short = (await s.ok("sandbox_create", {"ttlSeconds": 15}))["sandboxId"]
             full = await s.error("sandbox_create")
             assert full.code == "SANDBOX_LIMIT_REACHED" and full.data["details"]["limit"] == 2
-            for _ in range(60):  # the reaper runs every second; the TTL is 10 s
+            for _ in range(80):  # the reaper runs every second; the TTL is 15 s
                 if short not in containers(docker_client, ns):
                     break
                 await anyio.sleep(0.5)

@@ -10,14 +10,15 @@ No test traffic goes anywhere else.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import socket
 import threading
 
 import docker
 import pytest
 
-from host import labels
-from tests.integration.conftest import HttpServer
+from host import labels, netinfo
+from tests.integration.conftest import INTERNAL_ALLOWED, HttpServer
 from tests.integration.mcp_helpers import Session, http_session
 
 PROBE = """
@@ -133,6 +134,11 @@ async def test_public_mode_blocks_the_host_and_private_ranges(
             rules = guard_rules(docker_client, image, public)
             for net_ in ("169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", f"{gw}/32"):
                 assert f"-d {net_} -j REJECT" in rules, (net_, rules)
+            # ...and so are the host's LAN neighbours: every subnet attached to its interfaces.
+            attached = [n for n in netinfo.attached_networks() if ":" not in n]
+            assert attached
+            for net_ in attached:
+                assert f"-d {net_} -j REJECT" in rules, (net_, rules)
         finally:
             if decoy:
                 decoy.close()
@@ -160,7 +166,8 @@ async def test_none_mode_has_no_network_not_even_dns(
         decoy = None
         try:
             decoy = Decoy(gateway_of(docker_client, namespace))
-            own_name = f"boxwright-{offline}"
+            [container] = docker_client.containers.list(filters={"label": f"{labels.SANDBOX}={offline}"})
+            own_name = container.name
             resolve = {"language": "python", "code": RESOLVE_SELF.format(name=own_name)}
             # Positive control: with network, the embedded DNS answers the container's name.
             assert (await s.ok("code_run", {"sandboxId": public, **resolve}))["stdout"].startswith("resolved")
@@ -197,3 +204,37 @@ async def test_bad_network_arguments(http_server: HttpServer, tokens: dict, args
         fields = [e.get("field", "") for e in err.data["details"]["errors"]]
         assert any(f.startswith(field) for f in fields), err.data
         assert len((await s.ok("sandbox_list"))["sandboxes"]) == before  # nothing was started
+
+
+def _host_entries() -> list[str]:
+    """This host's own addresses and LAN subnets that the test server's permit does not cover."""
+    permits = [ipaddress.ip_network(p) for p in INTERNAL_ALLOWED.split(",")]
+    found = []
+    for entry in [*netinfo.local_addresses(), *netinfo.attached_networks()]:
+        net = ipaddress.ip_network(entry, strict=False)
+        if ":" not in entry and not any(net.version == p.version and net.subnet_of(p) for p in permits):
+            found.append(entry)
+    return found[:2]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["169.254.169.254", "0.0.0.0/0", "::/0", "10.0.0.0/8", "100.64.0.1", "127.0.0.1", "fd00::1", "localhost",
+     *_host_entries()],
+)  # fmt: skip
+async def test_an_allowlist_cannot_reach_internal_addresses_without_the_operator(
+    http_server: HttpServer, tokens: dict, docker_client: docker.DockerClient, namespace: str, entry: str
+) -> None:
+    """Cloud metadata, private and CGNAT ranges, loopback, the host's own addresses and LAN, and anything
+    covering them (0.0.0.0/0): refused for a caller unless the operator permits them — `localhost` too,
+    once netguard resolved it. Nothing is left running."""
+    async with http_session(http_server.url, tokens["bob"]) as s:
+        before = len((await s.ok("sandbox_list"))["sandboxes"])
+        # A public entry beside it does not help (a documentation address: nothing is sent to it, nothing resolved).
+        err = await s.error("sandbox_create", {"network": "allowlist", "allowHosts": ["203.0.113.7", entry]})
+        assert err.code == "INVALID_PARAMETER", err.text
+        assert "BOXWRIGHT_INTERNAL_ALLOW_HOSTS" in err.data["recoverHint"]
+        assert len((await s.ok("sandbox_list"))["sandboxes"]) == before
+    owners = [c.labels.get(labels.OWNER) for c in docker_client.containers.list(
+        all=True, filters={"label": f"{labels.NAMESPACE}={namespace}"})]  # fmt: skip
+    assert "bob" not in owners

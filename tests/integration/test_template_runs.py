@@ -26,7 +26,7 @@ import pytest
 from host import labels
 from rpc.agent import AGENT_PORT
 from rpc.models.tasks import TERMINAL_STATUSES
-from tests.integration.conftest import HttpServer
+from tests.integration.conftest import HttpServer, remove_namespace
 from tests.integration.mcp_helpers import BOXWRIGHT, Session, http_session
 
 SITE = (Path(__file__).parent / "assets" / "task_site.py").read_text()
@@ -45,13 +45,7 @@ def env(server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) ->
     ours = {**server_env, "BOXWRIGHT_NAMESPACE": namespace, "BOXWRIGHT_STATE_DIR": str(state)}
     ours["XDG_CONFIG_HOME"] = str(state / "config")
     yield ours
-    client = docker.from_env()
-    for c in client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={namespace}"}):
-        c.remove(force=True)
-    for v in client.volumes.list(filters={"label": f"{labels.NAMESPACE}={namespace}"}):
-        v.remove(force=True)
-    for n in client.networks.list(names=[f"boxwright-{namespace}"]):
-        n.remove()
+    remove_namespace(docker.from_env(), namespace)
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,11 @@ host, a FakeBackend (real agents in this process) under real settings, manager a
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import os
+import pwd
 import shutil
 import sys
 import tempfile
@@ -26,11 +29,12 @@ from host.sandboxes.manager import SandboxManager  # noqa: E402
 from host.services import Services  # noqa: E402
 from host.testing.fake_backend import FakeBackend  # noqa: E402
 from sandbox_image.agent import create_agent_app  # noqa: E402
-from sandbox_image.code.daemon import start_runner  # noqa: E402
+from sandbox_image.code.daemon import RunnerDaemon  # noqa: E402
 from sandbox_image.config import SandboxSettings  # noqa: E402
 from tests.unit.browser_harness import browser_fixture, session_fixture, site_fixture  # noqa: E402, F401 (fixtures)
 
 TOKEN = "unit-test-token-Ж"
+RUNNER_SECRET = "unit-test-runner-secret"
 TOKEN_SHA256 = hashlib.sha256(TOKEN.encode()).hexdigest()
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -64,12 +68,15 @@ def runner_config(workspace: Path, socket_dir: Path) -> SandboxSettings:
     return SandboxSettings(workspace=str(workspace), runner_socket=str(socket_dir / "runner.sock"))
 
 
-@pytest.fixture
-async def runner_daemon(runner_config: SandboxSettings) -> AsyncIterator[SandboxSettings]:
-    """The code runner daemon, started in-process on its temp socket."""
-    app_runner = await start_runner(runner_config)
-    yield runner_config
-    await app_runner.cleanup()
+async def connect_runner(settings: SandboxSettings, secret: str = RUNNER_SECRET) -> asyncio.Task[None]:
+    """The code runner daemon, in-process, connecting to the agent listening on `settings.runner_socket`."""
+    return asyncio.create_task(RunnerDaemon(settings).serve(secret, connect_within_s=10))
+
+
+async def stop_runner(serving: asyncio.Task[None]) -> None:
+    serving.cancel()
+    with contextlib.suppress(BaseException):
+        await serving
 
 
 ClientFactory = Callable[..., Awaitable[TestClient[web.Request, web.Application]]]
@@ -97,6 +104,9 @@ def agent_config(workspace: Path, socket_dir: Path) -> SandboxSettings:
         token_sha256=TOKEN_SHA256,
         workspace=str(workspace),
         runner_socket=str(socket_dir / "runner.sock"),
+        runner_socket_group=None,
+        runner_user=pwd.getpwuid(os.getuid()).pw_name,  # the daemon runs in this process, as us
+        runner_secret_sha256=hashlib.sha256(RUNNER_SECRET.encode()).hexdigest(),
         max_body_bytes=64 * 1024,
     )
 
@@ -109,11 +119,17 @@ async def agent(agent_config: SandboxSettings, make_client: ClientFactory) -> Te
 
 @pytest.fixture
 async def agent_with_runner(
-    agent_config: SandboxSettings, runner_daemon: SandboxSettings, make_client: ClientFactory
-) -> TestClient[web.Request, web.Application]:
-    """The agent with the runner daemon listening on the socket it forwards to."""
-    assert runner_daemon.runner_socket == agent_config.runner_socket
-    return await make_client(create_agent_app(agent_config))
+    agent_config: SandboxSettings, make_client: ClientFactory
+) -> AsyncIterator[TestClient[web.Request, web.Application]]:
+    """The agent with the runner daemon connected to it (admitted with the right secret)."""
+    client = await make_client(create_agent_app(agent_config))
+    serving = await connect_runner(agent_config)
+    for _ in range(500):
+        if (await (await client.get("/healthz")).json())["codeRunnerReady"]:
+            break
+        await asyncio.sleep(0.01)
+    yield client
+    await stop_runner(serving)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from host.testing.fake_backend import FakeBackend
 from rpc import methods
 from rpc.deadline import Deadline
 from rpc.models.code import CodeRunParams, ProcessKillParams, ProcessListParams
+from sandbox_image import lifetime
 from tests.unit.test_mcp_tools import serving
 
 ALICE = Caller(owner="alice", session="s1")
@@ -115,7 +116,11 @@ async def test_keepalive_extends_up_to_the_maximum_and_survives_a_restart(
     await first.start()
     rec = await first.create(ALICE, ttl_s=60)
     idle(rec)
+    # The agent ends its sandbox itself at the expiry it knows: keepalive moves it there too.
+    agent_lifetime = lifetime.Lifetime(rec.expires_at.timestamp(), 60)
+    monkeypatch.setattr(lifetime, "CURRENT", agent_lifetime)
     kept = await first.keepalive(ALICE, None, 1800)
+    assert agent_lifetime.expires_at == int(kept.expires_at.timestamp())
     assert 1790 <= (kept.expires_at - datetime.now(UTC)).total_seconds() <= 1800
     assert (datetime.now(UTC) - kept.last_used).total_seconds() < 5
     capped = await first.keepalive(ALICE, None, 7 * 24 * 3600)

@@ -10,6 +10,7 @@ import pytest
 
 from host import labels
 from host.config import Settings
+from host.identity import ServerIdentity
 from host.sandboxes.manager import SandboxManager
 from host.sandboxes.models import Caller, SandboxStatus
 from host.testing.fake_backend import FakeBackend
@@ -30,6 +31,14 @@ async def run(m: SandboxManager, caller: Caller, sandbox_id: str | None = None, 
     return (await m.call(caller, sandbox_id, methods.CODE_RUN, params, Deadline.after(20)))[1]
 
 
+def expire_now(fake: FakeBackend, sandbox_id: str, identity: ServerIdentity) -> None:
+    """Move a sandbox's expiry into the past, sealed again as its server would have."""
+    found = fake.container(sandbox_id).labels
+    found[labels.EXPIRES_AT] = "1"
+    del found[labels.SEAL]
+    found[labels.SEAL] = identity.seal(found, labels.SEALED)
+
+
 def error_of(exc_info: pytest.ExceptionInfo[BoxwrightError]) -> ErrorCode:
     assert exc_info.value.hint
     return exc_info.value.code
@@ -42,9 +51,12 @@ async def test_create_then_call_the_real_agent(sandbox_manager: SandboxManager, 
     info = (await sandbox_manager.call(ALICE, rec.id, methods.SANDBOX_INFO, SandboxInfoParams(), Deadline.after(5)))[1]
     assert info.codeRunnerReady
     assert fake.policies[rec.id].mode == "none"
-    decoded = labels.decode(fake.container(rec.id).labels)
-    assert (decoded.owner, decoded.name, decoded.network, decoded.token) == ("alice", "first", "none", rec.token)
-    assert decoded.expires_at == rec.expires_at
+    found = fake.container(rec.id).labels
+    decoded = labels.decode(found)
+    assert (decoded.owner, decoded.name, decoded.network) == ("alice", "first", "none")
+    assert decoded.expires_at == rec.expires_at and decoded.server_id == sandbox_manager.identity.server_id
+    assert labels.made_by(found, sandbox_manager.identity)
+    assert rec.token not in str(found)  # no secret in a label: the token is derived from the server's secret
 
 
 async def test_no_sandbox_says_to_create_one(sandbox_manager: SandboxManager) -> None:
@@ -178,8 +190,9 @@ async def test_a_restarted_server_adopts_healthy_sandboxes_and_removes_the_rest(
     expired = await first.create(BOB)
     await first.close()  # hands the sandboxes over instead of destroying them
     fake.stop(stopped.id)
-    fake.container(expired.id).labels[labels.EXPIRES_AT] = "1"
-    fake.add_volume("boxwright-sbx_gone-workspace", {labels.SANDBOX: "sbx_gone", labels.NAMESPACE: "unit"})
+    expire_now(fake, expired.id, first.identity)
+    gone = {labels.SANDBOX: "sbx_gone", labels.NAMESPACE: "unit", labels.SERVER: first.identity.server_id}
+    fake.add_volume("boxwright-sbx_gone-workspace", {**gone, labels.SEAL: first.identity.seal(gone, labels.SEALED)})
     fake.policies.clear()
 
     second = SandboxManager(host_settings, fake)
@@ -205,3 +218,98 @@ async def test_a_live_servers_sandboxes_are_left_alone(
     assert other.list(ALICE) == []
     await other.close()
     assert (await run(sandbox_manager, ALICE, rec.id)).exitCode == 0
+
+
+async def test_servers_with_their_own_state_dirs_never_touch_each_others_sandboxes(
+    host_settings: Settings, fake: FakeBackend, tmp_path
+) -> None:
+    """Two servers, one engine and namespace, two state dirs (two OS users): neither lists, adopts or
+    removes the other's sandboxes — not while it runs, not after it died, not when it stops."""
+    a = SandboxManager(host_settings.replace(keep_on_exit=True), fake)
+    await a.start()
+    kept = await a.create(ALICE)
+    await a.close()  # A is gone (its sandbox stays, as with --keep-sandboxes or a SIGKILL)
+    b = SandboxManager(host_settings.replace(state_dir=tmp_path / "b-state"), fake)
+    await b.start()
+    try:
+        assert b.identity.server_id != a.identity.server_id
+        assert b.list(ALICE) == [] and b.registry.record(kept.id) is None
+        with pytest.raises(BoxwrightError):
+            await run(b, ALICE, kept.id)
+        await b.reap()
+    finally:
+        await b.close()  # a graceful stop destroys only what B manages
+    assert [i.sandbox_id for i in fake.list_sandboxes("unit")] == [kept.id]
+    # A, restarted with its own state dir, proves the sandbox is its own and adopts it.
+    again = SandboxManager(host_settings, fake)
+    await again.start()
+    try:
+        assert again.identity == a.identity and [r.id for r in again.list(ALICE)] == [kept.id]
+        assert (await run(again, ALICE)).stdout == "42\n"  # the derived token still opens the agent
+    finally:
+        await again.close()
+
+
+async def test_forged_or_foreign_labels_are_not_adopted(host_settings: Settings, fake: FakeBackend, tmp_path) -> None:
+    """A container naming this server's id without its seal (or with labels changed after sealing) is not
+    this server's; another server's stopped sandbox is removed only once it is long expired."""
+    b = SandboxManager(host_settings.replace(state_dir=tmp_path / "b", keep_on_exit=True), fake)
+    await b.start()
+    running = await b.create(BOB)
+    stopped = await b.create(BOB)
+    await b.close()
+    fake.stop(stopped.id)
+    a = SandboxManager(host_settings, fake)
+    forged = fake.container(running.id).labels
+    forged[labels.SERVER] = a.identity.server_id  # claims to be A's, but B's seal does not verify under A
+    assert not labels.made_by(forged, a.identity)
+    await a.start()
+    try:
+        assert a.list(BOB) == []
+        assert {i.sandbox_id for i in fake.list_sandboxes("unit")} == {running.id, stopped.id}
+        # Long expired (past the grace) and stopped: dead for good, so anyone may remove it.
+        fake.container(stopped.id).labels[labels.EXPIRES_AT] = "1"
+        await a.reap()
+        assert {i.sandbox_id for i in fake.list_sandboxes("unit")} == {running.id}
+        # Running, even long expired: never (its agent ends it itself).
+        fake.container(running.id).labels[labels.EXPIRES_AT] = "1"
+        await a.reap()
+        assert {i.sandbox_id for i in fake.list_sandboxes("unit")} == {running.id}
+    finally:
+        await a.close()
+
+
+async def test_internal_allowlist_entries_need_the_operator(host_settings: Settings, fake: FakeBackend) -> None:
+    refused = SandboxManager(host_settings, fake)
+    with pytest.raises(BoxwrightError) as info:
+        await refused.create(ALICE, network=NetworkPolicy(mode="allowlist", allowHosts=["pypi.org", "10.0.0.5"]))
+    assert error_of(info) is ErrorCode.INVALID_PARAMETER and "BOXWRIGHT_INTERNAL_ALLOW_HOSTS" in info.value.hint
+    assert info.value.details["errors"] == [
+        {"field": "allowHosts.1", "message": "reaches the internal range 10.0.0.0/8"}
+    ]
+    assert fake.list_sandboxes("unit") == [] and refused.list(ALICE) == []  # nothing was started
+    permitted = SandboxManager(host_settings.replace(internal_allow_hosts="10.0.0.0/24"), fake)
+    rec = await permitted.create(ALICE, network=NetworkPolicy(mode="allowlist", allowHosts=["10.0.0.5"]))
+    try:
+        assert fake.policies[rec.id].internalAllowed == ["10.0.0.0/24"]
+    finally:
+        await permitted.close()
+
+
+async def test_workspace_size_defaults_and_is_bounded(host_settings: Settings, fake: FakeBackend) -> None:
+    m = SandboxManager(host_settings.replace(workspace_mb=512, max_workspace_mb=1024), fake)
+    try:
+        assert (await m.create(ALICE)).workspace_mb == 512
+        rec = await m.create(ALICE, workspace_mb=1024)
+        assert rec.workspace_mb == 1024 and rec.view().workspaceMb == 1024
+        assert labels.decode(fake.container(rec.id).labels).workspace_mb == 1024
+        with pytest.raises(BoxwrightError) as info:
+            await m.create(ALICE, workspace_mb=1025)
+        assert error_of(info) is ErrorCode.INVALID_PARAMETER and "BOXWRIGHT_MAX_WORKSPACE_MB" in info.value.hint
+    finally:
+        await m.close()
+    unlimited = SandboxManager(host_settings.replace(workspace_quota="off"), fake)
+    try:
+        assert (await unlimited.create(ALICE, workspace_mb=64)).workspace_mb is None
+    finally:
+        await unlimited.close()

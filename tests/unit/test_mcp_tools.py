@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,6 +17,7 @@ from mcp import Client
 from host.mcp.auth import TOKEN_HINT, TokenStore
 from host.mcp.caller import CallerResolver
 from host.mcp.forward import tool_name
+from host.mcp.hosts import transport_security
 from host.mcp.server import TOOLSETS, build_server, http_app, http_caller, serve_http, tool_specs
 from host.sandboxes.models import Caller
 from host.services import Services
@@ -29,6 +31,7 @@ HOST_ONLY = (
     methods.SANDBOX_INFO,
     methods.SANDBOX_CLAIM,
     methods.SANDBOX_ACTIVITY,
+    methods.SANDBOX_EXTEND,
 )  # the host calls them itself; no tool forwards them
 FORWARDED = [m for m in methods.ALL if m not in HOST_ONLY and m not in methods.TASKS]
 
@@ -191,7 +194,52 @@ async def test_no_tokens_no_serving_beyond_loopback(host_settings, fake: FakeBac
 
 
 def test_http_callers_are_remote_unless_configured(host_settings, fake: FakeBackend) -> None:
-    tokens = TokenStore({})
-    assert http_caller(Services(host_settings, backend=fake), tokens).http_trust == "remote"
+    assert http_caller(Services(host_settings, backend=fake)).http_trust == "remote"
     local = host_settings.replace(http_trust_level="local")
-    assert http_caller(Services(local, backend=fake), tokens).http_trust == "local"
+    assert http_caller(Services(local, backend=fake)).http_trust == "local"
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
+
+
+@pytest.mark.parametrize(
+    ("bind", "good", "bad"),
+    [
+        ("0.0.0.0", [f"{socket.gethostname()}:8765", "127.0.0.1:8765"], ["0.0.0.0:8765", "evil.example:8765"]),
+        ("127.0.0.2", ["127.0.0.2:8765", "localhost:9999", "localhost"], ["evil.example:8765", "127.0.0.3:8765"]),
+    ],
+)
+async def test_host_headers_are_checked_on_every_bind(
+    services: Services, tmp_path, bind: str, good: list[str], bad: list[str]
+) -> None:
+    """A server on 0.0.0.0 accepts this machine's names (not only the literal 0.0.0.0); one on 127.0.0.2 is
+    protected like one on 127.0.0.1 (the SDK leaves it open)."""
+    path = tmp_path / "tokens.json"
+    auth = {"Authorization": f"Bearer {TokenStore.add(path, 'alice')}", "Accept": "application/json, text/event-stream"}
+    app, server = http_app(services, host=bind, port=8765, tokens=TokenStore.load(path))
+    async with (
+        server.session_manager.run(),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x") as http,
+    ):
+        for host in good:
+            assert (await http.post("/mcp", json=INIT, headers={**auth, "Host": host})).status_code == 200, host
+        for host in bad:
+            assert (await http.post("/mcp", json=INIT, headers={**auth, "Host": host})).status_code == 421, host
+        evil = {**auth, "Host": good[0], "Origin": "http://evil.example"}
+        assert (await http.post("/mcp", json=INIT, headers=evil)).status_code == 403
+
+
+def test_allowed_hosts_are_the_operators_when_given(host_settings) -> None:
+    security = transport_security("0.0.0.0", ["mcp.example.org", "10.0.0.5:*"])
+    assert security.allowed_hosts == ["mcp.example.org", "10.0.0.5:*"]
+    assert "https://mcp.example.org" in security.allowed_origins and security.enable_dns_rebinding_protection
+    for hosts in ([], ["http://mcp.example.org/"], ["a b"]):
+        with pytest.raises(ValueError):
+            transport_security("0.0.0.0", hosts)
+    settings = host_settings.replace(allowed_hosts="a.example, b.example:8000")
+    assert settings.allowed_hosts == ["a.example", "b.example:8000"]

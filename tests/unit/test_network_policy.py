@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from rpc.models.network import NetworkPolicy, parse_allow_entry
-from sandbox_image.netguard import EMBEDDED_DNS, Policy, rules
+from sandbox_image.netguard import EMBEDDED_DNS, Policy, Refused, check_internal, rules
 
 
 def as_sent(**fields: object) -> Policy:
@@ -75,3 +75,45 @@ def test_allowlist_accepts_only_the_resolved_networks_of_its_family() -> None:
         "-A OUTPUT -d 2001:db8::4/128 -j ACCEPT",
         "-A OUTPUT -j REJECT --reject-with icmp6-adm-prohibited",
     ]
+
+
+def test_public_also_blocks_the_hosts_attached_subnets() -> None:
+    policy = as_sent(mode="public", hostNetworks=["192.0.2.0/24", "2001:db8:1::/64"])
+    assert "-A OUTPUT -d 192.0.2.0/24 -j REJECT --reject-with icmp-admin-prohibited" in rules(policy, [], 4)
+    assert "-A OUTPUT -d 2001:db8:1::/64 -j REJECT --reject-with icmp6-adm-prohibited" in rules(policy, [], 6)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["169.254.169.254", "0.0.0.0/0", "::/0", "10.0.0.0/8", "10.1.2.3", "100.64.0.1", "127.0.0.1", "fd00::1",
+     "::ffff:10.0.0.1", "192.0.2.2", "192.0.2.0/24", "192.0.0.0/16"],
+)  # fmt: skip
+def test_internal_entries_need_the_operators_permission(entry: str) -> None:
+    """Private, link-local, loopback, CGNAT, the host's own address (192.0.2.2) and its LAN (192.0.2.0/24),
+    and any range covering one of those, are refused unless a permitted range contains the entry."""
+    host = {"hostAddresses": ["192.0.2.2"], "hostNetworks": ["192.0.2.0/24"]}
+    refused = NetworkPolicy(mode="allowlist", allowHosts=[entry], **host).refused_entries()
+    assert [i for i, _, _ in refused] == [0]
+    with pytest.raises(Refused, match="BOXWRIGHT_INTERNAL_ALLOW_HOSTS"):
+        check_internal(as_sent(mode="allowlist", allowHosts=[entry], **host), {entry: [parse_allow_entry(entry)]})
+    wide = ["0.0.0.0/0", "::/0", "192.0.0.0/16"]
+    if entry not in wide:
+        permits = ["10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.169.254", "fd00::/8", "::ffff:0:0/96",
+                   "192.0.2.0/24"]  # fmt: skip
+        assert (
+            NetworkPolicy(mode="allowlist", allowHosts=[entry], internalAllowed=permits, **host).refused_entries() == []
+        )
+
+
+def test_public_entries_and_permitted_hostnames_pass() -> None:
+    assert NetworkPolicy(mode="allowlist", allowHosts=["203.0.113.7", "8.8.0.0/16", "pypi.org"]).refused_entries() == []
+    # A hostname is judged by what it resolves to, unless the operator permits the name itself.
+    resolved = {"registry.internal": ["10.9.8.7/32"]}
+    with pytest.raises(Refused, match=r"registry.internal \(10.9.8.7/32\) reaches the internal range 10.0.0.0/8"):
+        check_internal(as_sent(mode="allowlist", allowHosts=["registry.internal"]), resolved)
+    check_internal(
+        as_sent(mode="allowlist", allowHosts=["registry.internal"], internalAllowed=["registry.internal"]), resolved
+    )
+    check_internal(
+        as_sent(mode="allowlist", allowHosts=["registry.internal"], internalAllowed=["10.9.0.0/16"]), resolved
+    )

@@ -25,6 +25,7 @@ from rpc.models.code import CodeRunParams
 from rpc.models.files import FileListParams, FileWriteParams
 from rpc.models.network import NetworkPolicy
 from rpc.models.sandbox import SandboxClaimParams, SandboxInfoParams
+from sandbox_image import lifetime
 
 ALICE = Caller(owner="alice", session="s1")
 BOB = Caller(owner="bob", session="s1")
@@ -58,11 +59,14 @@ async def info(mgr: SandboxManager, endpoint: AgentEndpoint) -> None:
 
 
 async def test_two_creates_get_different_pooled_sandboxes_with_fresh_tokens(
-    pooled_manager: SandboxManager, fake: FakeBackend
+    pooled_manager: SandboxManager, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mgr = pooled_manager
     pool_endpoints = {r.id: r.endpoint for r in mgr.pool.ready()}
+    agent_lifetime = lifetime.Lifetime(0, 60)  # the agents' own end (in-process agents share it here)
+    monkeypatch.setattr(lifetime, "CURRENT", agent_lifetime)
     first = await mgr.create(ALICE, name="one", ttl_s=120)
+    assert agent_lifetime.expires_at == int(first.expires_at.timestamp())  # the claim moved it
     second = await mgr.create(BOB)
     assert {first.id, second.id} == set(pool_endpoints) and first.id != second.id
     assert first.pooled and second.pooled and mgr.pool.ready() == []

@@ -7,9 +7,11 @@ import base64
 import grp
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
+from asyncio.subprocess import PIPE
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,13 @@ from rpc.methods import FILE_READ, SANDBOX_INFO
 from rpc.models.files import FileReadParams, FileReadResult
 from rpc.models.sandbox import Health, SandboxInfoParams, SandboxInfoResult
 from rpc.settings import SettingsError
-from sandbox_image.code.daemon import share_socket
+from sandbox_image.code import client as code_client
+from sandbox_image.code.channel import hello
+from sandbox_image.code.client import share_socket
 from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.server import build_app
+from tests.unit.conftest import RUNNER_SECRET, connect_runner, stop_runner
 
 Client = TestClient[web.Request, web.Application]
 ROOT = Path(__file__).resolve().parents[2]
@@ -267,8 +272,114 @@ async def test_runner_validation_errors_come_back_intact(
     assert error_of(body)[1] == ErrorCode.PATH_OUTSIDE_WORKSPACE
 
 
-async def test_runner_socket_is_group_accessible(runner_daemon: Any) -> None:
-    assert os.stat(runner_daemon.runner_socket).st_mode & 0o777 == 0o660
+async def test_runner_socket_is_the_agents_and_group_accessible(agent: Client, agent_config: Any) -> None:
+    assert os.stat(agent_config.runner_socket).st_mode & 0o777 == 0o660
+
+
+async def test_runner_socket_appears_only_once_the_runner_may_open_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon may be connecting while the agent starts: the socket's name must not exist before its mode
+    and group are set (a connect refused with EACCES ends the daemon, and the sandbox never gets a runner)."""
+    path = str(tmp_path / "runner.sock")
+    seen: list[tuple[bool, int]] = []
+
+    def share(staged: str, group: str | None) -> None:
+        seen.append((os.path.exists(path), os.stat(staged).st_mode & 0o777))
+
+    monkeypatch.setattr(code_client, "share_socket", share)
+    link = code_client.RunnerLink(path, runner_uid=os.getuid() + 1, secret_sha256="0" * 64, group="sandbox")
+    await link.start()
+    try:
+        assert seen == [(False, 0o660)]
+        assert stat.S_ISSOCK(os.stat(path).st_mode) and os.stat(path).st_mode & 0o777 == 0o660
+        assert os.listdir(tmp_path) == ["runner.sock"]
+    finally:
+        await link.close()
+
+
+async def test_only_the_genuine_runner_is_admitted(
+    agent: Client, agent_config: SandboxSettings, auth_headers: dict[str, str], socket_dir: Path
+) -> None:
+    """A process without the secret (or of another user) is refused and learns nothing; the genuine daemon
+    is admitted; a newer genuine daemon replaces the older one."""
+    path = agent_config.runner_socket
+    reader, writer = await asyncio.open_unix_connection(path)
+    writer.write(hello("not-the-secret"))
+    await writer.drain()
+    assert await reader.read() == b""  # hung up on, nothing sent
+    writer.close()
+    reader, writer = await asyncio.open_unix_connection(path)  # a silent one times out as well
+    writer.write(b'{"hello": "boxwright-runner/1"}\n')
+    await writer.drain()
+    assert await reader.read() == b""
+    writer.close()
+    assert not (await (await agent.get("/healthz")).json())["codeRunnerReady"]
+    body = await call(agent, auth_headers, "code.run", language="bash", code="echo hi")
+    assert error_of(body)[1] == ErrorCode.CODE_RUNNER_UNAVAILABLE and body["error"]["data"]["details"]["sent"] is False
+
+    first = await connect_runner(agent_config)
+    second = None
+    try:
+        await wait_ready(agent)
+        out = await call(agent, auth_headers, "code.run", language="bash", code="echo $$")
+        assert out["result"]["exitCode"] == 0
+        second = await connect_runner(agent_config)
+        await asyncio.wait_for(asyncio.shield(first), 5)  # the agent hung up on the older daemon
+        await wait_ready(agent)
+        again = await call(agent, auth_headers, "code.run", language="python", code="print(6 * 7)")
+        assert again["result"]["stdout"] == "42\n"
+    finally:
+        await stop_runner(first)
+        if second is not None:
+            await stop_runner(second)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another user")
+async def test_a_process_of_another_user_is_refused(agent: Client, agent_config: SandboxSettings) -> None:
+    """SO_PEERCRED: even with the right secret, a process of another uid is not the runner."""
+    code = (
+        "import os, socket, sys; os.setgid(65534); os.setuid(65534); s = socket.socket(socket.AF_UNIX); "
+        "s.connect(sys.argv[1])\n"
+        "try:\n    s.sendall(sys.argv[2].encode()); print('got', repr(s.recv(100)))\n"
+        "except OSError as e:\n    print('got', type(e).__name__)"
+    )
+    os.chmod(Path(agent_config.runner_socket).parent, 0o755)
+    os.chmod(agent_config.runner_socket, 0o666)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, agent_config.runner_socket, hello(RUNNER_SECRET).decode(), stdout=PIPE
+    )
+    out, _ = await proc.communicate()
+    assert out.strip() in (b"got b''", b"got ConnectionResetError", b"got BrokenPipeError"), out  # hung up on
+    assert not (await (await agent.get("/healthz")).json())["codeRunnerReady"]
+
+
+async def test_a_runner_lost_mid_call_is_outcome_unknown_not_unavailable(
+    agent: Client, agent_config: SandboxSettings, auth_headers: dict[str, str]
+) -> None:
+    """Once a call was handed over, losing the daemon means it may have run: RUN_OUTCOME_UNKNOWN (which the
+    host never retries), unlike CODE_RUNNER_UNAVAILABLE (no daemon: the call reached nobody)."""
+    serving = await connect_runner(agent_config)
+    try:
+        await wait_ready(agent)
+        pending = asyncio.create_task(
+            call(agent, auth_headers, "code.run", language="bash", code="sleep 5", timeoutMs=10_000)
+        )
+        await asyncio.sleep(0.5)
+        await stop_runner(serving)
+        body = await pending
+        assert error_of(body)[1] == ErrorCode.RUN_OUTCOME_UNKNOWN, body
+        assert body["error"]["data"]["details"]["method"] == "code.run"
+    finally:
+        await stop_runner(serving)
+
+
+async def wait_ready(agent: Client) -> None:
+    for _ in range(500):
+        if (await (await agent.get("/healthz")).json())["codeRunnerReady"]:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the runner was not admitted")
 
 
 def test_runner_socket_is_handed_to_the_shared_group(tmp_path: Path) -> None:

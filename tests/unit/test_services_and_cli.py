@@ -52,8 +52,10 @@ async def test_ls_shows_what_the_labels_say_and_rm_removes(
     rec = await sandbox_manager.create(ALICE, name="demo")
     assert main(["ls"], make_backend=lambda _: fake) == 0
     header, row = capsys.readouterr().out.splitlines()
-    assert header.split() == ["SANDBOX", "OWNER", "NAME", "STATUS", "NETWORK", "MANAGED", "CREATED", "EXPIRES"]
-    assert row.split()[:6] == [rec.id, "alice", "demo", "running", "public", "yes"]
+    assert header.split() == [
+        "SANDBOX", "OWNER", "NAME", "STATUS", "NETWORK", "SERVER", "MANAGED", "CREATED", "EXPIRES"
+    ]  # fmt: skip
+    assert row.split()[:8] == [rec.id, "alice", "demo", "running", "public", "this", "one", "yes"]
     assert rec.expires_at.strftime("%Y-%m-%d %H:%M:%SZ") in row
 
     assert main(["rm", rec.id], make_backend=lambda _: fake) == 1  # a live server manages it

@@ -8,6 +8,7 @@ from pathlib import Path
 import docker.errors
 import pytest
 
+from host.backends.hardening import Limits, hardened
 from host.config import Settings
 from host.image.build_context import find_ca_bundle
 from host.image.builder import image_status
@@ -76,10 +77,13 @@ def test_empty_is_unset_unless_empty_means_something(monkeypatch: pytest.MonkeyP
 
 
 def test_the_host_starts_an_agent_the_agent_can_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The one variable that crosses from host to container: the token's hash, read by its field."""
-    for name, value in agent_env("sk-token").items():
+    """What crosses from host to container — the hashes of the token and of the runner's secret, and the
+    expiry — read by their fields."""
+    for name, value in agent_env("sk-token", "runner-secret", expires_at=1234).items():
         monkeypatch.setenv(name, value)
-    assert SandboxSettings.load().agent_token_sha256() == token_sha256("sk-token")
+    settings = SandboxSettings.load()
+    assert settings.agent_token_sha256() == token_sha256("sk-token")
+    assert settings.runner_secret_sha256 == token_sha256("runner-secret") and settings.expires_at == 1234
 
 
 class _EngineWithoutImages:
@@ -102,3 +106,17 @@ def test_the_image_exposes_the_agent_port() -> None:
     dockerfile = (Path(__file__).resolve().parents[2] / "Dockerfile.sandbox").read_text()
     assert f"\nEXPOSE {AGENT_PORT}\n" in dockerfile
     assert SandboxSettings.model_fields["port"].default == AGENT_PORT
+
+
+def test_scratch_mounts_fit_in_half_the_memory() -> None:
+    """tmpfs pages are pinned memory no process owns: by default each mount gets an eighth of the memory
+    limit, and explicit sizes that would leave the processes less than half of it are refused."""
+    assert Settings.load(mem_limit="1g").scratch_sizes() == (128 << 20, 128 << 20)
+    assert Settings.load(mem_limit="2g", tmp_size="300m", shm_size="100m").scratch_sizes() == (300 << 20, 100 << 20)
+    with pytest.raises(SettingsError, match="BOXWRIGHT_TMP_SIZE") as refused:
+        Settings.load(mem_limit="1g", tmp_size="512m")
+    assert "half of mem_limit (512 MiB)" in str(refused.value)
+    with pytest.raises(SettingsError, match="BOXWRIGHT_MEM_LIMIT"):
+        Settings.load(mem_limit="lots")
+    run = hardened(Limits.of(Settings.load(mem_limit="1g")))
+    assert run["shm_size"] == str(128 << 20) and run["tmpfs"]["/tmp"].endswith(f"size={128 << 20}")

@@ -32,6 +32,9 @@ class SandboxCreateArgs(BaseModel):
         max_length=MAX_ALLOW_HOSTS,
         description="With network allowlist: hostnames, IPs or CIDR blocks (e.g. pypi.org, 203.0.113.0/24)",
     )
+    workspaceMb: int | None = Field(
+        None, ge=16, description="Size limit of /workspace in MiB (default and maximum set by the server)"
+    )
 
     @model_validator(mode="after")
     def _policy(self) -> "SandboxCreateArgs":
@@ -113,7 +116,12 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
 
         args = inv.args
         rec = await manager.create(
-            inv.caller, name=args.name, ttl_s=args.ttlSeconds, network=args.policy(), progress=progress
+            inv.caller,
+            name=args.name,
+            ttl_s=args.ttlSeconds,
+            network=args.policy(),
+            workspace_mb=args.workspaceMb,
+            progress=progress,
         )
         view = rec.view(is_default=True).model_dump()
         result = SandboxCreateResult(**view, startupMs=int((time.monotonic() - started) * 1000), fromPool=rec.pooled)

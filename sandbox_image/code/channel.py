@@ -1,0 +1,58 @@
+"""The channel between the agent and its code runner daemon, and why it cannot be hijacked.
+
+The agent listens on a Unix socket in a directory only it may write (`/run/boxwright`, owner agent,
+mode 0750, group sandbox), so runner code can neither remove the socket nor put its own in its
+place. The daemon connects to it and proves who it is before the agent sends it anything:
+
+- SO_PEERCRED: the connecting process runs as the runner user (the agent's own uid is refused too);
+- a secret: the host derives it per sandbox and hands it to the daemon on the stdin of the
+  `docker exec` that starts it — never in an environment, argument or file — only after the daemon
+  made itself non-dumpable (same-uid code can then neither ptrace it nor open its /proc files and
+  fds), checked that nothing traces it, and killed every other process of its user (so nothing could
+  have opened its stdin before). The agent holds only the secret's SHA-256.
+
+Runner code runs as the same user as the daemon and may kill it; it can never become it. The agent
+then has no runner (`codeRunnerReady: false`) and the host starts a new daemon on the next call.
+
+On the wire: one JSON object per line. The daemon's first line is `{"hello": HELLO, "secret": …}`;
+then the agent sends JSON-RPC requests (rpc.envelope) and the daemon answers each, in any order,
+matched by id.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from typing import Any
+
+HELLO = "boxwright-runner/1"
+HELLO_TIMEOUT_S = 5.0
+# A line holds one request or answer: code, outputs and files are capped well below this (rpc.models).
+MAX_LINE_BYTES = 80 * 1024 * 1024
+_UCRED = struct.Struct("3i")
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end of a connected Unix socket (SO_PEERCRED)."""
+    return _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+
+
+def line(obj: dict[str, Any]) -> bytes:
+    """One compact JSON line (JSON strings escape newlines, so a line is one message)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+
+
+def hello(secret: str) -> bytes:
+    return line({"hello": HELLO, "secret": secret})
+
+
+def read_hello(raw: bytes) -> str | None:
+    """The secret of a well-formed hello line, else None."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("hello") != HELLO or not isinstance(data.get("secret"), str):
+        return None
+    return str(data["secret"])
