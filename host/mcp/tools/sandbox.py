@@ -219,7 +219,8 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
             title="Keep a sandbox alive",
             description=(
                 "Mark a sandbox as in use (resets its idle timer) and extend its TTL to ttlSeconds from now, up to "
-                "the server's maximum lifetime. Use it when a long job should outlive the sandbox's current TTL."
+                "the server's maximum lifetime (a paused sandbox is resumed). Use it when a long job should outlive "
+                "the sandbox's current TTL."
             ),
             input=SandboxKeepaliveArgs,
             output=SandboxKeepaliveResult,
