@@ -82,6 +82,15 @@ def unsupported(url: str, content_type: str, fmt: str) -> BoxwrightError:
     )
 
 
+def timed_out(url: str, timeout_ms: float) -> BoxwrightError:
+    return BoxwrightError(
+        ErrorCode.NAVIGATION_TIMEOUT,
+        f"{redact(url)} did not load within {int(timeout_ms)} ms",
+        hint="the site is slow or hangs: retry with a larger timeoutMs, or check that it responds",
+        details={"url": redact(url), "timeoutMs": int(timeout_ms)},
+    )
+
+
 def too_large(url: str, size: int, what: str) -> BoxwrightError:
     return BoxwrightError(
         ErrorCode.PAGE_TOO_LARGE,
@@ -159,12 +168,7 @@ async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, *, want_html: bo
     try:
         response = await tab.guard(page.goto(url, wait_until="domcontentloaded", timeout=max(1.0, timeout_ms)))
     except PlaywrightTimeoutError:
-        raise BoxwrightError(
-            ErrorCode.NAVIGATION_TIMEOUT,
-            f"{redact(url)} did not load within {int(timeout_ms)} ms",
-            hint="the site is slow or hangs: retry with a larger timeoutMs, or check that it responds",
-            details={"url": redact(url), "timeoutMs": int(timeout_ms)},
-        ) from None
+        raise timed_out(url, timeout_ms) from None
     except PlaywrightError as exc:
         raise failed(url, clean_message(exc), fmt, recorder.response) from None
     finally:

@@ -18,6 +18,7 @@ import base64
 import itertools
 import logging
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from lxml.html import HtmlElement
@@ -69,6 +70,11 @@ async def _shielded(coro: Coroutine[Any, Any, Any]) -> None:
     await asyncio.shield(spawn(quietly(coro)))
 
 
+@dataclass
+class _Progress:
+    loaded: bool = False  # the page's document arrived: a timeout after this is not the site's
+
+
 class ScrapeService:
     def __init__(self, browser: BrowserService) -> None:
         self.browser = browser
@@ -79,13 +85,17 @@ class ScrapeService:
         # Not registered with the session manager: invisible to browser_sessions, outside its limit, and
         # gone with this call.
         session = Session(f"scrape_{next(self._ids)}", self.browser.engine, storage_state=params.storageState)
+        progress = _Progress()
         try:
-            tab = await session.open_tab(activate=True)
-            tab.dismiss_dialogs = True
-            async with tab.lock, budget.timeout():
-                await tab.ensure_page()
-                return await self._scrape(tab, params, budget)
+            async with budget.timeout():
+                tab = await session.open_tab(activate=True)
+                tab.dismiss_dialogs = True
+                async with tab.lock:
+                    await tab.ensure_page()
+                    return await self._scrape(tab, params, budget, progress)
         except (PlaywrightTimeoutError, TimeoutError):
+            if not progress.loaded:  # the page never loaded (Playwright's own timer ran late on a busy machine)
+                raise loading.timed_out(params.url, budget.total_ms) from None
             raise BoxwrightError(
                 ErrorCode.OPERATION_TIMEOUT,
                 f"scraping {redact(params.url)} did not finish within {budget.total_ms} ms",
@@ -100,11 +110,14 @@ class ScrapeService:
         finally:
             await _shielded(session.close())
 
-    async def _scrape(self, tab: Tab, params: ScrapePageParams, budget: Budget) -> ScrapePageResult:
+    async def _scrape(
+        self, tab: Tab, params: ScrapePageParams, budget: Budget, progress: _Progress
+    ) -> ScrapePageResult:
         fmt = params.format
         reserve = min(READ_RESERVE_S, READ_RESERVE_SHARE * params.timeoutMs / 1000)
         load_ms = (budget.remaining() - reserve - params.waitFor / 1000) * 1000
         loaded = await loading.load(tab, params.url, fmt, load_ms, want_html=fmt in ("markdown", "html"))
+        progress.loaded = True
         if fmt not in SCREENSHOT_FORMATS and not (loaded.is_html or loaded.is_text):
             raise loading.unsupported(tab.url, loaded.content_type, fmt)
 
