@@ -248,3 +248,23 @@ def test_caps_fit_one_message() -> None:
     assert cap_text(lines) == (lines, False)
     kept, truncated = cap_links([f"https://example.org/{i}" for i in range(20_000)])
     assert truncated and len(kept) == 10_000
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ("net::ERR_NAME_NOT_RESOLVED at http://nowhere.invalid/", "DNS_FAILURE"),
+        ("net::ERR_CONNECTION_REFUSED at http://127.0.0.1:1/", "HOST_UNREACHABLE"),
+        ("net::ERR_ADDRESS_UNREACHABLE at http://10.0.0.1/", "HOST_UNREACHABLE"),
+        ("net::ERR_CERT_AUTHORITY_INVALID at https://self-signed/", "TLS_ERROR"),
+        ("net::ERR_SSL_PROTOCOL_ERROR at https://x/", "TLS_ERROR"),
+        ("net::ERR_UNSAFE_PORT at http://x:1/", "NAVIGATION_FAILED"),
+        ("Download is starting", "UNSUPPORTED_CONTENT_TYPE"),
+    ],
+)
+def test_every_load_failure_has_its_code(message: str, code: str) -> None:
+    from sandbox_image.scrape.loading import failed
+
+    err = failed("https://user:secret@example.org/x", message, "markdown", None)
+    assert err.code.value == code and err.hint
+    assert "secret" not in err.message and "secret" not in str(err.details)
