@@ -206,6 +206,12 @@ async def test_pages_that_cannot_be_read(
     assert err.code.value == code and err.hint, err
 
 
+async def test_a_pdf_can_still_be_seen(scraper: BrowserDriver, pages: str) -> None:
+    """What UNSUPPORTED_CONTENT_TYPE's hint promises: the screenshot formats show what the browser displays."""
+    shot = await scrape(scraper, f"{pages}/pdf", format="screenshot")
+    assert shot["contentType"] == "application/pdf" and png_size(base64.b64decode(shot["screenshot"]))[0] > 0
+
+
 async def test_unreachable_host(scraper: BrowserDriver) -> None:
     with socket.socket() as s:  # a port nothing listens on (bound, never listening)
         s.bind(("127.0.0.1", 0))
