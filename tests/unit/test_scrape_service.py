@@ -85,6 +85,7 @@ ROUTES: dict[str, Any] = {
     "/never": never,
     "/alert": lambda _r: html("<title>Alert</title><script>alert('hi')</script><main><p>After the alert.</p></main>"),
     "/cookie": show_cookie,
+    "/moved": lambda _r: web.Response(status=302, headers={"Location": "/article"}),
 }
 
 
@@ -177,6 +178,11 @@ async def test_empty_main_content_falls_back_to_the_whole_page(scraper: BrowserD
     out = await scrape(scraper, f"{pages}/nav-only")
     assert out["fallback"] is True and out["mainContent"] is False
     assert "Gamma" in out["markdown"] and "Terms" in out["markdown"]
+
+
+async def test_the_final_url_is_after_redirects(scraper: BrowserDriver, pages: str) -> None:
+    out = await scrape(scraper, f"{pages}/moved", format="links")
+    assert out["url"] == f"{pages}/article" and out["status"] == 200 and out["title"] == "Fox news"
 
 
 async def test_http_errors_are_returned_with_the_page(scraper: BrowserDriver, pages: str) -> None:
