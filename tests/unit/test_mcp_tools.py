@@ -27,7 +27,8 @@ from rpc.errors import unauthorized
 from tests.integration.mcp_helpers import Session
 
 # task.* are not tools of their own: the host's RunManager drives them behind the template-run tools.
-FORWARDED = [m for m in methods.ALL if m is not methods.SANDBOX_INFO and m not in methods.TASKS]
+# scrape.page is the `scrape` tool's, which may make a sandbox of its own first (host.mcp.tools.scrape).
+FORWARDED = [m for m in methods.ALL if m not in (methods.SANDBOX_INFO, methods.SCRAPE_PAGE) and m not in methods.TASKS]
 
 
 LOCAL = CallerResolver("stdio")
@@ -52,10 +53,9 @@ async def serving(services: Services, resolver: Callable[[Any], Caller] = LOCAL)
 async def test_tool_names_and_schemas_derive_from_the_methods(services: Services) -> None:
     async with serving(services) as mcp:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
-    assert (
-        set(tools)
-        == {"sandbox_create", "sandbox_destroy", "sandbox_list"} | {tool_name(m) for m in FORWARDED} | TEMPLATE_TOOLS
-    )
+    assert set(tools) == {"sandbox_create", "sandbox_destroy", "sandbox_list"} | {
+        tool_name(m) for m in FORWARDED
+    } | TEMPLATE_TOOLS | {"scrape"}
     assert len(FORWARDED) == 27
     for method in FORWARDED:
         tool = tools[tool_name(method)]
@@ -158,7 +158,8 @@ async def test_toolsets_choose_tool_groups(services: Services) -> None:
         "process_output",
         "process_kill",
     }
-    assert len(tool_specs(services)) == 37 and set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates"}
+    assert len(tool_specs(services)) == 38
+    assert set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates", "scrape"}
     assert {spec.name for spec in tool_specs(services, ["templates"])} - names == TEMPLATE_TOOLS - names
     with pytest.raises(ValueError, match="unknown toolset"):
         tool_specs(services, ["nope"])
