@@ -58,7 +58,7 @@ from host.config import Settings
 from host.image.builder import ensure_image
 from host.mcp.results import error_body
 from rpc import methods
-from rpc.agent import agent_env
+from rpc.agent import AGENT_PORT, agent_env
 from rpc.deadline import Deadline
 from rpc.models.code import CodeRunParams
 from rpc.models.files import FileReadParams, FileWriteParams
@@ -1189,6 +1189,26 @@ async def bench_batch_extract(h: Harness, n: int) -> list[Series]:
 
 
 # -- report ----------------------------------------------------------------------------------
+@benchmark("scrape", "scrape: in a given sandbox vs in a throw-away one made for the call", default_n=5)
+async def bench_scrape(h: Harness, n: int) -> list[Series]:
+    """What the throw-away sandbox of a scrape without sandboxId costs: the same page (the sandbox's own
+    agent's /healthz, the one page a fresh sandbox can load) read with and without sandboxId."""
+    h.require_tools("scrape")
+    b = "scrape"
+    sid, _ = await h.shared_sandbox()
+    url = f"http://127.0.0.1:{AGENT_PORT}/healthz"
+    given = Series(b, "scrape with sandboxId (a fresh browser context)", "ms")
+    job = Series(b, "scrape without sandboxId (sandbox made, used, removed)", "ms")
+    await h.call("scrape", {"sandboxId": sid, "url": url})  # launches that sandbox's browser: not counted
+    for i in range(n):
+        ms, _ = await h.timed_call("scrape", {"sandboxId": sid, "url": url})
+        given.add(ms)
+        ms, _ = await h.timed_call("scrape", {"url": url})
+        job.add(ms)
+        progress(f"{b} {i + 1}/{n}: given {given.samples[-1]:.0f} ms, throw-away {job.samples[-1]:.0f} ms")
+    return [given, job]
+
+
 def fmt(value: float) -> str:
     return f"{value:.1f}" if abs(value) < 100 else f"{value:.0f}"
 

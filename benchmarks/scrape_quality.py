@@ -16,8 +16,9 @@ and per page type.
 Runners (how a page becomes our engine's output):
 - `offline`: the host's Chromium renders each page, annotate.js marks it, the result is cached
   under --cache; our engine then runs on the cached annotated HTML (fast iterations).
-- `mcp` (to come with the scrape tool): scrape each page through the real MCP tool from a sandbox
-  that serves the corpus itself; the runner interface below is all it needs to implement.
+- `mcp`: scrape each page through the real `scrape` MCP tool (`boxwright serve` over stdio), in a
+  sandbox with network mode `none` that serves the corpus itself on its loopback — the whole path a
+  user's call takes, timed per call (`score --runner mcp`; Docker and the sandbox image needed).
 """
 
 from __future__ import annotations
@@ -438,16 +439,107 @@ def run_offline(
     return outputs
 
 
+# Served inside the sandbox: /any/path?bw=<file_id> answers that page (gunzipped) — the page keeps its
+# original path, which the engine's page-kind features read, and `bw` tells pages with the same path apart.
+SANDBOX_SERVER = """
+import gzip, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        file_id = parse_qs(urlsplit(self.path).query).get("bw", [""])[0]
+        try:
+            body = gzip.open(f"pages/{file_id}.html.gz", "rb").read() if file_id.isalnum() else None
+        except OSError:
+            body = None
+        self.send_response(200 if body else 404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body or b"")))
+        self.end_headers()
+        self.wfile.write(body or b"")
+
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+print("ready", flush=True)
+server.serve_forever()
+"""
+SANDBOX_PORT = 8000
+
+
+def _sandbox_url(page: Page) -> str:
+    from urllib.parse import urlsplit
+
+    path = urlsplit(page.url).path or "/"
+    return f"http://127.0.0.1:{SANDBOX_PORT}{path}?bw={page.file_id}"
+
+
+async def _scrape_through_mcp(pages: list[Page], only_main_content: bool) -> dict[str, Output]:
+    """One `boxwright serve` (stdio) in a namespace of its own, one sandbox with network mode `none` (the
+    pages' own scripts, images and fonts cannot reach anything: only the corpus on its loopback), one
+    `scrape` call per page; the sandbox is destroyed and the server stopped at the end."""
+    import base64
+    import secrets
+    import tempfile
+
+    from mcp import Client, StdioServerParameters
+
+    boxwright = str(Path(sys.executable).with_name("boxwright"))
+    state = tempfile.mkdtemp(prefix="scrape-bench-")
+    env = {**os.environ, "BOXWRIGHT_NAMESPACE": f"bench-{secrets.token_hex(3)}", "BOXWRIGHT_STATE_DIR": state}
+    env["BOXWRIGHT_LOG_LEVEL"] = "WARNING"
+
+    async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        r = await client.call_tool(tool, args)
+        text = r.content[0].text if r.content and r.content[0].type == "text" else ""
+        if r.is_error:
+            raise RuntimeError(text.split("\n", 1)[0])
+        return r.structured_content or {}
+
+    outputs: dict[str, Output] = {}
+    async with Client(StdioServerParameters(command=boxwright, args=["serve"], env=env)) as client:
+        sid = (await call(client, "sandbox_create", {"network": "none", "ttlSeconds": 4 * 3600}))["sandboxId"]
+        try:
+            for page in pages:
+                data = base64.b64encode(page.html_path.read_bytes()).decode("ascii")
+                path = f"pages/{page.file_id}.html.gz"
+                await call(
+                    client, "file_write", {"sandboxId": sid, "path": path, "content": data, "encoding": "base64"}
+                )
+            await call(client, "file_write", {"sandboxId": sid, "path": "serve.py", "content": SANDBOX_SERVER})
+            code = f"python3 serve.py {SANDBOX_PORT}"
+            started = await call(client, "code_run", {"sandboxId": sid, "language": "bash", "code": code,
+                                                      "background": True})  # fmt: skip
+            ready = await call(client, "process_output", {"sandboxId": sid, "processId": started["processId"],
+                                                          "waitMs": 10_000})  # fmt: skip
+            if "ready" not in ready["output"]:
+                raise SystemExit(f"the corpus server did not start: {ready['output'][:500]}")
+            for n, page in enumerate(pages, 1):
+                args = {"url": _sandbox_url(page), "sandboxId": sid, "onlyMainContent": only_main_content}
+                t0 = time.perf_counter()
+                try:
+                    out = await call(client, "scrape", args)
+                    outputs[page.file_id] = Output(
+                        out.get("markdown") or "", time.perf_counter() - t0, bool(out.get("fallback"))
+                    )
+                except Exception as exc:  # scored as an empty answer, and reported
+                    outputs[page.file_id] = Output("", time.perf_counter() - t0, error=str(exc)[:300])
+                if n % 25 == 0:
+                    print(f"  mcp: {n}/{len(pages)}", file=sys.stderr)
+        finally:
+            await client.call_tool("sandbox_destroy", {"sandboxId": sid})
+    return outputs
+
+
 def run_mcp(
     pages: list[Page], cache: Path, split: str, only_main_content: bool = True, reuse_prepared: bool = False
 ) -> dict[str, Output]:
-    """End to end through the scrape MCP tool, the corpus served from inside a sandbox.
-
-    To come with the tool: start the server, create a sandbox, serve the corpus there on
-    127.0.0.1, call `scrape(url, format="markdown", onlyMainContent=...)` for each page and return
-    an Output per page (seconds = the whole call). Scoring and the report need nothing else.
-    """
-    raise SystemExit("the mcp runner needs the scrape tool (issue 10); use --runner offline")
+    """End to end through the scrape MCP tool: the corpus served from inside a sandbox, each page read by
+    the sandbox's Chromium and our engine there, the markdown back over MCP (seconds = the whole call).
+    Needs Docker and the sandbox image (BOXWRIGHT_IMAGE); the cache is used only to choose the pages."""
+    return asyncio.run(_scrape_through_mcp(pages, only_main_content))
 
 
 RUNNERS = {"offline": run_offline, "mcp": run_mcp}

@@ -102,7 +102,9 @@ class Settings(EnvSettings):
     )
     keep_on_exit: bool = Field(False, description="Leave sandboxes running when the server stops")
     toolsets: Annotated[list[str] | None, NoDecode] = Field(
-        None, description="Comma-separated tool groups to offer (sandbox, code, files, browser, templates); default all"
+        None,
+        description="Comma-separated tool groups to offer (sandbox, code, files, browser, templates, scrape); "
+        "default all",
     )
     http_trust_level: Literal["local", "remote"] = Field(
         "remote",

@@ -45,6 +45,12 @@ class ErrorCode(StrEnum):
     INVALID_PARAMETER = "INVALID_PARAMETER"
     EXECUTION_ERROR = "EXECUTION_ERROR"
     OPERATION_TIMEOUT = "OPERATION_TIMEOUT"
+    # Loading a page (scrape): why it could not be read.
+    DNS_FAILURE = "DNS_FAILURE"
+    HOST_UNREACHABLE = "HOST_UNREACHABLE"
+    TLS_ERROR = "TLS_ERROR"
+    UNSUPPORTED_CONTENT_TYPE = "UNSUPPORTED_CONTENT_TYPE"
+    PAGE_TOO_LARGE = "PAGE_TOO_LARGE"
     # Code and processes.
     PROCESS_NOT_FOUND = "PROCESS_NOT_FOUND"
     PROCESS_LIMIT_REACHED = "PROCESS_LIMIT_REACHED"
@@ -68,6 +74,9 @@ class ErrorCode(StrEnum):
     STEP_EXECUTION_FAILED = "STEP_EXECUTION_FAILED"
     ARTIFACT_NOT_FOUND = "ARTIFACT_NOT_FOUND"
     ARTIFACT_EXPIRED = "ARTIFACT_EXPIRED"
+    # Login profiles.
+    PROFILE_NOT_FOUND = "PROFILE_NOT_FOUND"
+    PROFILE_BUSY = "PROFILE_BUSY"
     # Sandbox level.
     SANDBOX_NOT_FOUND = "SANDBOX_NOT_FOUND"
     SANDBOX_NOT_RUNNING = "SANDBOX_NOT_RUNNING"
@@ -124,8 +133,10 @@ CATEGORIES: dict[Category, frozenset[ErrorCode]] = {
             ErrorCode.PAGE_CRASHED,
             ErrorCode.EXECUTION_ERROR,
             ErrorCode.OPERATION_TIMEOUT,
+            ErrorCode.HOST_UNREACHABLE,
             ErrorCode.RUN_TIMEOUT,
             ErrorCode.TOOL_TIMEOUT,
+            ErrorCode.PROFILE_BUSY,
         }
     ),
     Category.SERVER: frozenset(
@@ -154,6 +165,15 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     ErrorCode.INVALID_PARAMETER: "fix the arguments named in details and call again",
     ErrorCode.EXECUTION_ERROR: "see details; the operation may be retried",
     ErrorCode.OPERATION_TIMEOUT: "the operation ran out of time: raise timeoutMs or do less per call",
+    ErrorCode.DNS_FAILURE: "the host name does not resolve: check the spelling of the URL's host",
+    ErrorCode.HOST_UNREACHABLE: "nothing answered at that address: check the host and port, that the server is up, "
+    "and that the sandbox's network mode lets it through ('public' blocks private and host addresses, 'none' all)",
+    ErrorCode.TLS_ERROR: "the site's HTTPS certificate or TLS setup was refused (expired, self-signed, wrong host): "
+    "use the site's correct https:// address, or http:// if the site serves it",
+    ErrorCode.UNSUPPORTED_CONTENT_TYPE: "the URL is not a web page (a PDF, an image, a download): use format "
+    "'screenshot' for what the browser displays, or fetch the file with code_run (curl, python)",
+    ErrorCode.PAGE_TOO_LARGE: "the page is too large to read in one call: scrape a smaller page, or fetch it with "
+    "code_run and process it in parts",
     ErrorCode.PROCESS_NOT_FOUND: "call process_list to see the processes of this sandbox",
     ErrorCode.PROCESS_LIMIT_REACHED: "kill background processes you no longer need with process_kill",
     ErrorCode.CODE_RUNNER_UNAVAILABLE: "the sandbox's code runner is not up; retry in a moment or recreate the sandbox",
@@ -175,6 +195,9 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     ErrorCode.STEP_EXECUTION_FAILED: "see details.failedStep and details.stepErrorCode",
     ErrorCode.ARTIFACT_NOT_FOUND: "check the artifactId in the run's artifacts",
     ErrorCode.ARTIFACT_EXPIRED: "run the task again to produce a fresh artifact",
+    ErrorCode.PROFILE_NOT_FOUND: "check the profileId, or omit it to use the default profile",
+    ErrorCode.PROFILE_BUSY: "the profile is in use (a login is running, or its snapshot is being written): "
+    "retry in a moment, or use another profileId",
     ErrorCode.SANDBOX_NOT_FOUND: "call sandbox_list to see your sandboxes, or sandbox_create to make one",
     ErrorCode.SANDBOX_NOT_RUNNING: "the sandbox stopped: destroy it and call sandbox_create",
     ErrorCode.SANDBOX_LIMIT_REACHED: "destroy a sandbox you no longer need with sandbox_destroy",

@@ -20,6 +20,7 @@ from rpc.models.sandbox import (
     SandboxInfoParams,
     SandboxInfoResult,
 )
+from rpc.models.scrape import ScrapePageParams, ScrapePageResult
 
 P = TypeVar("P", bound=Params)
 R = TypeVar("R", bound=Result)
@@ -92,6 +93,9 @@ BROWSER: tuple[Method, ...] = (
     BROWSER_CONSOLE,
 )
 
+# scrape (seed 004): one page, one format, in a browser context of its own. Its budget is timeoutMs + waitFor.
+SCRAPE_PAGE = Method("scrape.page", ScrapePageParams, ScrapePageResult)
+
 # Template runs (the host's RunManager drives them; seed 000). task.start returns at once; task.status
 # long-polls (waitMs is added to its budget); artifacts move in chunks through task.artifact_read.
 TASK_TEMPLATES = Method("task.templates", t.TaskTemplatesParams, t.ListTaskTemplatesResponse, 5_000)
@@ -118,6 +122,7 @@ ALL: tuple[Method, ...] = (
     FILE_DELETE,
     *BROWSER,
     *TASKS,
+    SCRAPE_PAGE,
 )
 BY_NAME: dict[str, Method] = {m.name: m for m in ALL}
 

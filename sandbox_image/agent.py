@@ -15,6 +15,7 @@ from sandbox_image.auth import TokenAuth
 from sandbox_image.code import client as code_client
 from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
+from sandbox_image.scrape import service as scrape_service
 from sandbox_image.server import build_app
 
 
@@ -42,6 +43,7 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
     browser_service = browser.register(dispatcher, settings)
     task_service = tasks.register(dispatcher, browser_service)
     activity.register(dispatcher, runner=runner, runs=task_service.runs)
+    scrape_service.register(dispatcher, browser_service)
 
     async def health() -> Health:
         return await info.health(runner)

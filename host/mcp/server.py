@@ -24,7 +24,7 @@ from host.mcp.hosts import is_loopback, transport_security
 from host.mcp.registry import ToolSpec, build_tool
 from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
 from host.mcp.resources import register_resources
-from host.mcp.tools import browser, code, files, sandbox, templates
+from host.mcp.tools import browser, code, files, sandbox, scrape, templates
 from host.sandboxes.models import Caller
 from host.services import Services
 
@@ -37,6 +37,7 @@ bash; background=true for servers), move data with file_read/file_write/file_lis
 to /workspace), browse with browser_goto then browser_snapshot (act on elements by their [ref_N] \
 with browser_click/browser_type), and destroy the sandbox with sandbox_destroy when done. For multi-step \
 browser jobs without step-by-step calls, run a template (list_task_templates, run_task_template, get_task_run). \
+To read one web page as markdown, html, links or a screenshot, call scrape (no sandbox needed). \
 Every result starts with a one-line summary followed by JSON; errors carry errorCode and recoverHint — follow \
 the hint."""
 
@@ -47,6 +48,7 @@ TOOLSETS: dict[str, Callable[[Services], list[ToolSpec]]] = {
     "files": lambda s: files.tools(s.manager),
     "browser": lambda s: browser.tools(s.manager),
     "templates": lambda s: templates.tools(s.runs),
+    "scrape": lambda s: scrape.tools(s.manager, s.jobs),
 }
 
 

@@ -263,6 +263,10 @@ class SessionInfo(Result):
 class SessionsResult(Result):
     sessions: list[SessionInfo]
     sessionId: str | None = Field(None, description="The session the action created or closed")
+    browserContexts: int = Field(
+        0, description="Contexts open in the browser: the sessions' and any scrape in progress (0: not started)"
+    )
+    browserPages: int = Field(0, description="Pages open in those contexts")
 
 
 class HandleDialogParams(TabParams):

@@ -48,6 +48,13 @@ class Engine:
             self._launching = asyncio.get_running_loop().create_task(self._launch())
         return await asyncio.shield(self._launching)
 
+    def open_counts(self) -> tuple[int, int]:
+        """Contexts and pages open in the browser right now (what a leak would leave behind)."""
+        if self._browser is None or not self._browser.is_connected():
+            return 0, 0
+        contexts = self._browser.contexts
+        return len(contexts), sum(len(c.pages) for c in contexts)
+
     def prelaunch(self) -> None:
         """Start launching now, in the background; failures are logged and retried on first use."""
         if self._launching is None:

@@ -142,6 +142,8 @@ class BrowserService:
                 for s in self.sessions.sessions.values()
             ],
             sessionId=acted,
+            browserContexts=self.engine.open_counts()[0],
+            browserPages=self.engine.open_counts()[1],
         )
 
     async def sessions_op(self, params: SessionsParams, _deadline: Deadline) -> SessionsResult:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from playwright.async_api import BrowserContext, Page
 
@@ -34,9 +35,10 @@ def _tab_limit(session_id: str) -> BoxwrightError:
 
 
 class Session:
-    def __init__(self, session_id: str, engine: Engine) -> None:
+    def __init__(self, session_id: str, engine: Engine, *, storage_state: dict[str, Any] | None = None) -> None:
         self.id = session_id
         self.engine = engine
+        self.storage_state = storage_state  # what its context starts with (a login profile's snapshot)
         self.tabs: dict[str, Tab] = {}
         self.active_id: str | None = None
         self.closed = False
@@ -52,7 +54,11 @@ class Session:
     # -- context and pages -------------------------------------------------------------------
     async def _new_context(self) -> BrowserContext:
         browser = await self.engine.browser()
-        context = await browser.new_context(accept_downloads=False, viewport=VIEWPORT)
+        context = await browser.new_context(
+            accept_downloads=False,
+            viewport=VIEWPORT,
+            storage_state=self.storage_state,  # type: ignore[arg-type]  # a StorageState-shaped dict
+        )
         if self.closed:
             await quietly(context.close())
             raise BoxwrightError(ErrorCode.SESSION_NOT_FOUND, f"session {self.id!r} was closed")

@@ -88,6 +88,7 @@ class Tab:
         self.last_network_activity = time.monotonic()
         self.navigation_requests = 0
         self.main_status: int | None = None  # HTTP status of the main document, when it came over HTTP
+        self.dismiss_dialogs = False  # dismiss dialogs at once instead of waiting for browser.handle_dialog (scrape)
         self._title = ""
         self._broken = asyncio.Event()  # crashed or closed
         self._dialog_opened = asyncio.Event()
@@ -116,7 +117,7 @@ class Tab:
             self._title = ""
 
     def _on_dialog(self, page: Page, dialog: Dialog) -> None:
-        if page is not self.page:
+        if page is not self.page or self.dismiss_dialogs:
             spawn(quietly(dialog.dismiss()))
             return
         info = DialogInfo(type=dialog.type, message=cap(dialog.message), defaultValue=cap(dialog.default_value) or None)

@@ -38,13 +38,12 @@ def check_url(url: str, field: str = "url") -> str:
 
 
 def redact(url: str) -> str:
-    """scheme://host/path only: query strings and fragments may carry tokens, data: URLs whole pages."""
+    """scheme://host/path only: user info, query strings and fragments may carry tokens, data: URLs whole pages."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return "<unparsable url>"
     if parts.scheme in ("data", "javascript"):
         return f"{parts.scheme}:…"
-    return (
-        f"{parts.scheme}://{parts.netloc}{parts.path}"[:200] if parts.netloc else f"{parts.scheme}:{parts.path}"[:200]
-    )
+    host = parts.netloc.rsplit("@", 1)[-1]  # user:password@ is a credential too
+    return f"{parts.scheme}://{host}{parts.path}"[:200] if parts.netloc else f"{parts.scheme}:{parts.path}"[:200]

@@ -27,12 +27,15 @@ from rpc.errors import unauthorized
 from tests.integration.mcp_helpers import Session
 
 # task.* are not tools of their own: the host's RunManager drives them behind the template-run tools.
+# The host calls these itself; no tool forwards them. scrape.page is the `scrape` tool's, which may make a
+# sandbox of its own first (host.mcp.tools.scrape).
 HOST_ONLY = (
     methods.SANDBOX_INFO,
     methods.SANDBOX_CLAIM,
     methods.SANDBOX_ACTIVITY,
     methods.SANDBOX_EXTEND,
-)  # the host calls them itself; no tool forwards them
+    methods.SCRAPE_PAGE,
+)
 FORWARDED = [m for m in methods.ALL if m not in HOST_ONLY and m not in methods.TASKS]
 
 
@@ -66,7 +69,7 @@ async def serving(services: Services, resolver: Callable[[Any], Caller] = LOCAL)
 async def test_tool_names_and_schemas_derive_from_the_methods(services: Services) -> None:
     async with serving(services) as mcp:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
-    assert set(tools) == SANDBOX_TOOLS | {tool_name(m) for m in FORWARDED} | TEMPLATE_TOOLS
+    assert set(tools) == SANDBOX_TOOLS | {tool_name(m) for m in FORWARDED} | TEMPLATE_TOOLS | {"scrape"}
     assert len(FORWARDED) == 27
     for method in FORWARDED:
         tool = tools[tool_name(method)]
@@ -169,7 +172,8 @@ async def test_toolsets_choose_tool_groups(services: Services) -> None:
         "process_output",
         "process_kill",
     }
-    assert len(tool_specs(services)) == 40 and set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates"}
+    assert len(tool_specs(services)) == 41
+    assert set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates", "scrape"}
     assert {spec.name for spec in tool_specs(services, ["templates"])} - names == TEMPLATE_TOOLS - names
     with pytest.raises(ValueError, match="unknown toolset"):
         tool_specs(services, ["nope"])

@@ -37,7 +37,7 @@ def ladder_table() -> str:
         ),
         (
             "the agent (`deadlineMs`)",
-            f"the operation's `timeoutMs` (plus `waitMs`) + {_s(LADDER.agent_slack_s)}",
+            f"the operation's `timeoutMs` (plus `waitMs`, or scrape's `waitFor`) + {_s(LADDER.agent_slack_s)}",
             "",
         ),
         ("the host's call to the agent", f"{_s(LADDER.transport_s)} after the agent's", "`RPC_TIMEOUT`"),

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from rpc.agent import AGENT_PORT
 from rpc.models.files import MAX_READ_BYTES, MAX_WRITE_BYTES
 from tests.integration.compat.conftest import Recording, run_ts_client
 from tests.integration.compat.npm_clients import NpmClients
@@ -40,6 +41,9 @@ PLAN: list[tuple[str, dict[str, Any]]] = [
     ("files.error", call("file_read", {"path": "missing.txt"})),
     ("browser.ok", call("browser_goto", {"url": PAGE})),
     ("browser.error", call("browser_click", {"selector": "ref_999", "timeoutMs": 1000})),
+    # scrape in a throw-away sandbox of its own: what it can load there is its own agent's health page.
+    ("scrape.ok", call("scrape", {"url": f"http://127.0.0.1:{AGENT_PORT}/healthz"})),
+    ("scrape.error", call("scrape", {"url": "https://example.org/", "profileId": "../etc"})),
     # The largest read the tool advertises must not end the session (stdio caps messages at 10 MiB).
     (
         "big.make",
@@ -118,7 +122,7 @@ def test_every_tool_has_an_output_schema(rec: Recording) -> None:
     assert all(t.get("outputSchema", {}).get("type") == "object" for t in tools)
 
 
-@pytest.mark.parametrize("family", ["sandbox", "code", "files", "browser"])
+@pytest.mark.parametrize("family", ["sandbox", "code", "files", "browser", "scrape"])
 def test_success_validates_against_the_output_schema(rec: Recording, family: str) -> None:
     ok = rec[f"{family}.ok"]
     assert ok.ok, ok.error  # v1 throws here when structuredContent does not match the outputSchema
@@ -134,6 +138,7 @@ def test_success_validates_against_the_output_schema(rec: Recording, family: str
         ("code", {"PROCESS_NOT_FOUND"}),
         ("files", {"FILE_NOT_FOUND"}),
         ("browser", {"ELEMENT_NOT_FOUND", "STALE_REF"}),
+        ("scrape", {"INVALID_PARAMETER"}),
     ],
 )
 def test_error_reaches_the_client_with_code_and_hint(rec: Recording, family: str, codes: set[str]) -> None:

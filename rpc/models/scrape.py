@@ -1,0 +1,169 @@
+"""scrape: one page in, one format out (seed 004 §2.2.1, §2.6).
+
+Three models share `ScrapeOptions` (what to fetch and how): `ScrapeRequest` is the MCP tool's input
+(adds where it runs and as which login profile), `ScrapePageParams` is the agent's `scrape.page`
+(adds the login state, a Playwright storageState, the fresh context starts with), and
+`ScrapeOutput`/`ScrapePageResult` are what comes back (the RPC result also carries the PNG, which the
+MCP tool sends as image content instead).
+
+Sizes are capped so every answer fits one MCP message (well under the 10 MiB TypeScript clients
+accept, counting that the tool's text block repeats the structured result): text content at
+MAX_CONTENT_BYTES, links at MAX_LINKS / MAX_LINKS_BYTES, screenshots at MAX_FULL_PAGE_HEIGHT and
+MAX_SCREENSHOT_BYTES; `truncated` says when something was cut. Pages whose HTML is larger than
+MAX_PAGE_BYTES are refused with PAGE_TOO_LARGE rather than parsed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field
+
+from rpc.models.base import Params, Result
+from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, MAX_FULL_PAGE_HEIGHT
+from rpc.models.templates import HttpUrl
+
+ScrapeFormat = Literal["markdown", "html", "links", "screenshot", "fullscreenshot"]
+SCREENSHOT_FORMATS: frozenset[str] = frozenset({"screenshot", "fullscreenshot"})
+
+MAX_WAIT_FOR_MS = 60_000
+DEFAULT_SCRAPE_TIMEOUT_MS = 30_000
+MIB = 1024 * 1024
+# markdown or html, as a JSON string (escapes counted). Like code_run's output cap (1 MiB): the text block
+# repeats the structured result with its escapes escaped again, so even a page of quotes stays < 6 MiB.
+MAX_CONTENT_BYTES = 1 * MIB
+MAX_LINKS = 10_000
+MAX_LINKS_BYTES = 1 * MIB
+MAX_SCREENSHOT_BYTES = 4 * MIB  # the PNG; base64 makes it 5.3 MiB on the wire
+MAX_PAGE_BYTES = 8 * MIB  # the HTML to parse (the server's or the rendered one)
+
+# Seed 004 §2.2.1 / §2.5.4: the profile id pattern, and no separators or '..' on top of it.
+PROFILE_ID_PATTERN = r"^[a-zA-Z0-9._-]{1,64}$"
+DEFAULT_PROFILE_ID = "master"
+_FORBIDDEN_PARTS = ("/", "\\", "..", "\x00")
+
+
+def profile_id_problem(value: str) -> str | None:
+    """Why `value` is not a usable profile id, or None (string checks only: no path is built)."""
+    if any(part in value for part in _FORBIDDEN_PARTS):
+        return "must not contain '/', '\\' or '..'"
+    if value == ".":
+        return "must not be '.'"
+    if not re.fullmatch(PROFILE_ID_PATTERN, value):
+        return f"must match {PROFILE_ID_PATTERN}"
+    return None
+
+
+def _check_profile_id(value: str) -> str:
+    problem = profile_id_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+ProfileId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        description="Login profile: letters, digits, '.', '_' and '-', at most 64 (no '..')",
+    ),
+    AfterValidator(_check_profile_id),
+]
+
+
+class ScrapeOptions(Params):
+    url: HttpUrl = Field(description="The page: an absolute http:// or https:// URL")
+    format: ScrapeFormat = Field(
+        "markdown",
+        description="What to return: markdown (default), html, links (absolute, deduplicated, page order), "
+        "screenshot (the viewport) or fullscreenshot (the whole page, cut at "
+        f"{MAX_FULL_PAGE_HEIGHT} px); one format per call",
+    )
+    onlyMainContent: bool = Field(
+        True,
+        description="markdown/html: only the main content (navigation, ads, footers left out); falls back to the "
+        "whole page when the main content comes out empty. Ignored by links and the screenshots",
+    )
+    waitFor: int = Field(
+        0,
+        ge=0,
+        le=MAX_WAIT_FOR_MS,
+        description="Milliseconds to wait after the page loaded before reading it; 0 (default): wait until it "
+        "settles (network quiet and DOM stable, bounded by timeoutMs)",
+    )
+    timeoutMs: int = Field(
+        DEFAULT_SCRAPE_TIMEOUT_MS,
+        ge=1_000,
+        le=MAX_BROWSER_TIMEOUT_MS,
+        description="Time to load and read the page, on top of waitFor",
+    )
+
+
+class ScrapeRequest(ScrapeOptions):
+    """The MCP tool's arguments."""
+
+    profileId: ProfileId = Field(
+        DEFAULT_PROFILE_ID, description="Login profile whose cookies and storage the page is opened with"
+    )
+    sandboxId: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="Scrape in this sandbox's browser (e.g. one serving the page). Omitted: in a sandbox the "
+        "server manages for scraping — never one of yours",
+    )
+
+
+class ScrapePageParams(ScrapeOptions):
+    """scrape.page: the page is opened in a new browser context that is closed afterwards, starting from
+    `storageState` when the host has a login profile's snapshot for it (empty otherwise)."""
+
+    storageState: dict[str, Any] | None = Field(
+        None,
+        description="Playwright storageState (cookies, origins) the context starts with; never logged or returned",
+        repr=False,
+    )
+
+
+class ScrapeMetadata(Result):
+    """What the page states about itself (its title is the result's `title`); absent when not stated."""
+
+    description: str | None = None
+    language: str | None = None
+    canonicalUrl: str | None = None
+    publishedDate: str | None = None
+    author: str | None = None
+
+
+class ScrapeOutput(Result):
+    """What the scrape tool answers (a screenshot's PNG travels as MCP image content beside it)."""
+
+    url: str = Field(description="The final URL, after redirects")
+    title: str
+    status: int | None = Field(description="HTTP status of the page; a status >= 400 still returns the page")
+    format: ScrapeFormat
+    contentType: str = Field("", description="The page's media type, e.g. text/html")
+    markdown: str | None = None
+    html: str | None = None
+    links: list[str] | None = None
+    metadata: ScrapeMetadata = Field(default_factory=ScrapeMetadata)
+    mainContent: bool = Field(False, description="markdown/html hold only the main content")
+    fallback: bool = Field(
+        False, description="The main content came out empty or implausibly short, so the whole page was returned"
+    )
+    truncated: bool = Field(
+        False, description="The content, links or screenshot were cut to fit one message (see the limits)"
+    )
+    width: int | None = Field(None, description="Screenshot width in pixels")
+    height: int | None = Field(None, description="Screenshot height in pixels")
+    wait: Literal["fixed", "settled", "unsettled"] = Field(
+        description="fixed: waited waitFor ms; settled: the page went quiet; unsettled: it never did, so it was "
+        "read when the smart wait's bound ran out"
+    )
+    elapsedMs: int = Field(description="Time spent in the sandbox's browser")
+
+
+class ScrapePageResult(ScrapeOutput):
+    screenshot: str | None = Field(None, description="Base64 PNG (screenshot formats)", repr=False)

@@ -1,0 +1,185 @@
+"""Loading a page for scrape: navigate, keep the main document's response, and give every way a load
+can fail its own error — DNS, unreachable host, TLS, not a web page, too large, out of time.
+
+An HTTP error status is not a failure here: the page the server sent (a 404 page, a 500 page) is
+returned with its `status`, because what the server says is information the caller asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from playwright.async_api import Page, Response
+
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.scrape import MAX_PAGE_BYTES
+from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, clean_message
+from sandbox_image.browser.tab import Tab
+from sandbox_image.browser.urls import redact
+
+_NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")
+
+DNS_ERRORS = frozenset({"ERR_NAME_NOT_RESOLVED", "ERR_NAME_RESOLUTION_FAILED", "ERR_DNS_TIMED_OUT"})
+UNREACHABLE_ERRORS = frozenset(
+    {
+        "ERR_CONNECTION_REFUSED",
+        "ERR_CONNECTION_TIMED_OUT",
+        "ERR_CONNECTION_FAILED",
+        "ERR_CONNECTION_RESET",
+        "ERR_CONNECTION_CLOSED",
+        "ERR_ADDRESS_UNREACHABLE",
+        "ERR_ADDRESS_INVALID",
+        "ERR_NETWORK_ACCESS_DENIED",
+        "ERR_INTERNET_DISCONNECTED",
+        "ERR_TIMED_OUT",
+        "ERR_EMPTY_RESPONSE",
+        "ERR_SOCKET_NOT_CONNECTED",
+    }
+)
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+@dataclass(frozen=True)
+class Loaded:
+    status: int | None
+    content_type: str  # the media type the browser shows the document as, e.g. "text/html"
+    response_html: str | None  # the server's HTML, for extraction's fallback to it (HTML pages only)
+
+    @property
+    def is_html(self) -> bool:
+        return self.content_type in HTML_TYPES
+
+    @property
+    def is_text(self) -> bool:
+        """A text document the browser shows as plain text (text/plain, JSON, CSV, …)."""
+        ct = self.content_type
+        if ct.startswith("text/"):
+            return ct not in HTML_TYPES and ct != "text/xml"
+        return ct == "application/json" or ct.endswith("+json")
+
+
+def media_type(header: str | None) -> str:
+    return (header or "").split(";", 1)[0].strip().lower()
+
+
+def net_error_to_code(net_error: str) -> ErrorCode:
+    if net_error in DNS_ERRORS or net_error.startswith("ERR_DNS_"):
+        return ErrorCode.DNS_FAILURE
+    if net_error in UNREACHABLE_ERRORS:
+        return ErrorCode.HOST_UNREACHABLE
+    if net_error.startswith(("ERR_CERT_", "ERR_SSL_", "ERR_TLS_")) or "SSL" in net_error:
+        return ErrorCode.TLS_ERROR
+    return ErrorCode.NAVIGATION_FAILED
+
+
+def unsupported(url: str, content_type: str, fmt: str) -> BoxwrightError:
+    return BoxwrightError(
+        ErrorCode.UNSUPPORTED_CONTENT_TYPE,
+        f"{redact(url)} is {content_type or 'a download'}, not a web page: format {fmt!r} needs an HTML or text "
+        "document",
+        details={"url": redact(url), "contentType": content_type, "format": fmt},
+    )
+
+
+def timed_out(url: str, timeout_ms: float) -> BoxwrightError:
+    return BoxwrightError(
+        ErrorCode.NAVIGATION_TIMEOUT,
+        f"{redact(url)} did not load within {int(timeout_ms)} ms",
+        hint="the site is slow or hangs: retry with a larger timeoutMs, or check that it responds",
+        details={"url": redact(url), "timeoutMs": int(timeout_ms)},
+    )
+
+
+def too_large(url: str, size: int, what: str) -> BoxwrightError:
+    return BoxwrightError(
+        ErrorCode.PAGE_TOO_LARGE,
+        f"{redact(url)} is too large to read: its {what} is {size / 1048576:.1f} MiB "
+        f"(at most {MAX_PAGE_BYTES // 1048576} MiB)",
+        details={"url": redact(url), "bytes": size, "maxBytes": MAX_PAGE_BYTES, "measured": what},
+    )
+
+
+def failed(url: str, message: str, fmt: str, response: Response | None) -> BoxwrightError:
+    """Why a navigation did not produce a page, as the most specific code there is."""
+    if "Download is starting" in message:  # a PDF, an archive: anything the browser downloads
+        content_type = media_type(response.headers.get("content-type")) if response is not None else ""
+        return unsupported(url, content_type, fmt)
+    match = _NET_ERROR.search(message)
+    net_error = match.group(1) if match else ""
+    code = net_error_to_code(net_error) if net_error else ErrorCode.NAVIGATION_FAILED
+    reason = {
+        ErrorCode.DNS_FAILURE: "its host name does not resolve",
+        ErrorCode.HOST_UNREACHABLE: "nothing answered there",
+        ErrorCode.TLS_ERROR: "its TLS connection was refused",
+    }.get(code, "the browser could not load it")
+    return BoxwrightError(
+        code,
+        f"could not load {redact(url)}: {reason} ({net_error or message})",
+        details={"url": redact(url), "netError": net_error} if net_error else {"url": redact(url)},
+    )
+
+
+class MainResponse:
+    """The last response of the main frame's navigation (kept even when goto itself fails)."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.response: Response | None = None
+        page.on("response", self._on_response)
+
+    def _on_response(self, response: Response) -> None:
+        try:
+            request = response.request
+            if request.is_navigation_request() and request.frame is self.page.main_frame:
+                self.response = response
+        except PlaywrightError:  # service-worker responses have no frame
+            pass
+
+    def detach(self) -> None:
+        self.page.remove_listener("response", self._on_response)
+
+
+async def _server_html(response: Response, url: str) -> str | None:
+    """The HTML the server sent, refused when larger than MAX_PAGE_BYTES; None when unavailable."""
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_PAGE_BYTES:
+        raise too_large(url, int(length), "HTML")
+    try:
+        body = await response.body()
+    except PlaywrightError:  # no body kept (e.g. evicted): extraction works from the rendered page alone
+        return None
+    if len(body) > MAX_PAGE_BYTES:
+        raise too_large(url, len(body), "HTML")
+    charset = re.search(r"charset=([\w.:-]+)", response.headers.get("content-type", ""), re.IGNORECASE)
+    try:
+        return body.decode(charset.group(1) if charset else "utf-8", errors="replace")
+    except LookupError:  # an unknown charset name
+        return body.decode("utf-8", errors="replace")
+
+
+async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, *, want_html: bool) -> Loaded:
+    """Navigate `tab` to `url` (until DOMContentLoaded) within `timeout_ms`; the page's status and type.
+
+    `want_html`: the caller will parse the page, so its size is checked and the server's HTML kept.
+    """
+    page = tab.check()
+    recorder = MainResponse(page)
+    try:
+        response = await tab.guard(page.goto(url, wait_until="domcontentloaded", timeout=max(1.0, timeout_ms)))
+    except PlaywrightTimeoutError:
+        raise timed_out(url, timeout_ms) from None
+    except PlaywrightError as exc:
+        raise failed(url, clean_message(exc), fmt, recorder.response) from None
+    finally:
+        recorder.detach()
+    response = response or recorder.response
+    try:
+        content_type = str(await tab.guard(page.evaluate("document.contentType")) or "").lower()
+    except PlaywrightError:
+        content_type = media_type(response.headers.get("content-type")) if response is not None else ""
+    loaded = Loaded(status=response.status if response is not None else None, content_type=content_type,
+                    response_html=None)  # fmt: skip
+    if want_html and loaded.is_html and response is not None:
+        loaded = Loaded(loaded.status, loaded.content_type, await _server_html(response, url))
+    return loaded

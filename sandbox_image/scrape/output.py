@@ -1,0 +1,87 @@
+"""What scrape sends back, kept within one MCP message: text and links capped, screenshots cut.
+
+A result that does not fit is cut and flagged (`truncated`), never refused: the caller gets the
+first part of a huge page, and knows it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from playwright.async_api import Page
+
+from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_FULL_PAGE_HEIGHT, MAX_LINKS, MAX_LINKS_BYTES, MAX_SCREENSHOT_BYTES
+from sandbox_image.browser.screenshot import png_size
+from sandbox_image.browser.tab import Tab
+
+_PAGE_SIZE = """() => {
+  const root = document.documentElement;
+  return [root.clientWidth, Math.max(root.scrollHeight, document.body ? document.body.scrollHeight : 0)];
+}"""
+# A cut that still comes out too big is retried this much smaller than proportional (PNG size is not
+# linear in height).
+_SHRINK = 0.85
+
+
+def json_size(text: str) -> int:
+    """Bytes of `text` as a JSON string on the wire (escapes counted, UTF-8 kept as is)."""
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
+
+
+def cap_text(text: str, max_bytes: int = MAX_CONTENT_BYTES) -> tuple[str, bool]:
+    """`text`, or its longest prefix (cut at a line end when there is one nearby) that fits `max_bytes`."""
+    if json_size(text) <= max_bytes:
+        return text, False
+    lo, hi = 0, len(text)
+    while lo < hi:  # the longest prefix that fits
+        mid = (lo + hi + 1) // 2
+        if json_size(text[:mid]) <= max_bytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    cut = text[:lo]
+    newline = cut.rfind("\n", max(0, lo - 2000))
+    return (cut[: newline + 1] if newline > 0 else cut), True
+
+
+def cap_links(links: list[str], max_links: int = MAX_LINKS, max_bytes: int = MAX_LINKS_BYTES) -> tuple[list[str], bool]:
+    kept: list[str] = []
+    size = 2
+    for link in links[:max_links]:
+        size += json_size(link) + 1
+        if size > max_bytes:
+            return kept, True
+        kept.append(link)
+    return kept, len(links) > max_links
+
+
+@dataclass(frozen=True)
+class Shot:
+    png: bytes
+    width: int
+    height: int
+    truncated: bool
+
+
+async def screenshot(tab: Tab, *, full_page: bool, timeout_ms: float) -> Shot:
+    """The viewport, or the whole page cut at MAX_FULL_PAGE_HEIGHT px, as a PNG of at most
+    MAX_SCREENSHOT_BYTES (a busier page is cut shorter; `truncated` says so)."""
+    page: Page = tab.check()
+    clip_height: float | None = None
+    width = 0
+    if full_page:
+        width, full_height = await tab.guard(page.evaluate(_PAGE_SIZE))
+        if full_height > MAX_FULL_PAGE_HEIGHT:
+            clip_height = MAX_FULL_PAGE_HEIGHT
+    while True:
+        clip = {"x": 0, "y": 0, "width": width, "height": clip_height} if clip_height else None
+        png = await tab.guard(
+            page.screenshot(type="png", full_page=full_page, clip=clip, timeout=max(1.0, timeout_ms))  # type: ignore[arg-type]
+        )
+        w, h = png_size(png)
+        if len(png) <= MAX_SCREENSHOT_BYTES or h <= 100:
+            return Shot(png, w, h, truncated=clip_height is not None)
+        # Too many bytes for one message: cut the page shorter, in proportion.
+        clip_height = max(100, int(h * MAX_SCREENSHOT_BYTES / len(png) * _SHRINK))
+        width = width or w

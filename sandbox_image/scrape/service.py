@@ -1,0 +1,193 @@
+"""scrape.page: open a page in a browser context of its own, wait for it, answer in one format.
+
+Each call gets a fresh, isolated context (own cookies, storage and cache) that is closed when the
+call ends — also when it fails, times out or is cancelled — so nothing carries from one scrape to
+the next and nothing is left open. A login profile's state comes in as `storageState` (the host
+owns the profiles); the context starts from it and is closed all the same.
+
+Time: the call's budget is timeoutMs + waitFor. Loading gets what is left minus a reserve for
+reading the page; then either the fixed wait (waitFor > 0) or the smart wait (network quiet and DOM
+stable for SETTLE_QUIET_MS, at most SMART_WAIT_MAX_S and never into the reserve); then the one
+format asked for. Dialogs the page opens are dismissed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lxml.html import HtmlElement
+
+from rpc import methods
+from rpc.deadline import Deadline
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.browser import WaitForStableParams
+from rpc.models.scrape import MAX_PAGE_BYTES, SCREENSHOT_FORMATS, ScrapeMetadata, ScrapePageParams, ScrapePageResult
+from sandbox_image.browser.background import quietly, spawn
+from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, execution_error
+from sandbox_image.browser.service import BrowserService
+from sandbox_image.browser.sessions import Session
+from sandbox_image.browser.stability import wait_for_stable
+from sandbox_image.browser.tab import Tab
+from sandbox_image.browser.timeouts import Budget
+from sandbox_image.browser.urls import redact
+from sandbox_image.dispatcher import Dispatcher
+from sandbox_image.scrape import loading, output
+from sandbox_image.scrape.dom import parse_html
+from sandbox_image.scrape.extract import extract_page
+from sandbox_image.scrape.links import extract_links
+from sandbox_image.scrape.metadata import PageMetadata, extract_metadata
+
+log = logging.getLogger("boxwright.agent.scrape")
+
+SETTLE_QUIET_MS = 500
+SMART_WAIT_MAX_S = 10.0
+# Kept back from loading and waiting for reading the page: this long, or this share of a small budget.
+READ_RESERVE_S = 8.0
+READ_RESERVE_SHARE = 0.3
+_DOCUMENT_SIZE = "() => document.documentElement ? document.documentElement.outerHTML.length : 0"
+_TEXT = "() => document.body ? document.body.innerText : ''"
+
+
+def _metadata(meta: PageMetadata) -> ScrapeMetadata:
+    stated = meta.as_dict()
+    stated.pop("title", None)
+    return ScrapeMetadata.model_validate(stated)
+
+
+def _read_document(html: str, url: str, with_links: bool) -> tuple[PageMetadata, list[str]]:
+    root: HtmlElement = parse_html(html)
+    return extract_metadata(root, url), (extract_links(root, url) if with_links else [])
+
+
+async def _shielded(coro: Coroutine[Any, Any, Any]) -> None:
+    """Run cleanup to its end even if the caller is cancelled meanwhile (the task goes on)."""
+    await asyncio.shield(spawn(quietly(coro)))
+
+
+@dataclass
+class _Progress:
+    loaded: bool = False  # the page's document arrived: a timeout after this is not the site's
+
+
+class ScrapeService:
+    def __init__(self, browser: BrowserService) -> None:
+        self.browser = browser
+        self._ids = itertools.count(1)
+
+    async def scrape(self, params: ScrapePageParams, deadline: Deadline) -> ScrapePageResult:
+        budget = Budget.of(deadline, params.timeoutMs + params.waitFor)
+        # Not registered with the session manager: invisible to browser_sessions, outside its limit, and
+        # gone with this call.
+        session = Session(f"scrape_{next(self._ids)}", self.browser.engine, storage_state=params.storageState)
+        progress = _Progress()
+        try:
+            async with budget.timeout():
+                tab = await session.open_tab(activate=True)
+                tab.dismiss_dialogs = True
+                async with tab.lock:
+                    await tab.ensure_page()
+                    return await self._scrape(tab, params, budget, progress)
+        except (PlaywrightTimeoutError, TimeoutError):
+            if not progress.loaded:  # the page never loaded (Playwright's own timer ran late on a busy machine)
+                raise loading.timed_out(params.url, budget.total_ms) from None
+            raise BoxwrightError(
+                ErrorCode.OPERATION_TIMEOUT,
+                f"scraping {redact(params.url)} did not finish within {budget.total_ms} ms",
+                details={"url": redact(params.url), "timeoutMs": budget.total_ms},
+            ) from None
+        except PlaywrightError as exc:
+            if not self.browser.engine.connected:
+                raise BoxwrightError(
+                    ErrorCode.PAGE_CRASHED, "the browser died during the scrape; the next call starts a new one"
+                ) from None
+            raise execution_error(f"scraping {redact(params.url)}", exc) from None
+        finally:
+            await _shielded(session.close())
+
+    async def _scrape(
+        self, tab: Tab, params: ScrapePageParams, budget: Budget, progress: _Progress
+    ) -> ScrapePageResult:
+        fmt = params.format
+        reserve = min(READ_RESERVE_S, READ_RESERVE_SHARE * params.timeoutMs / 1000)
+        load_ms = (budget.remaining() - reserve - params.waitFor / 1000) * 1000
+        loaded = await loading.load(tab, params.url, fmt, load_ms, want_html=fmt in ("markdown", "html"))
+        progress.loaded = True
+        if fmt not in SCREENSHOT_FORMATS and not (loaded.is_html or loaded.is_text):
+            raise loading.unsupported(tab.url, loaded.content_type, fmt)
+
+        wait: Literal["fixed", "settled", "unsettled"]
+        if params.waitFor > 0:
+            await asyncio.sleep(max(0.0, min(params.waitFor / 1000, budget.remaining() - reserve)))
+            wait = "fixed"
+        else:
+            bound = min(SMART_WAIT_MAX_S, budget.remaining() - reserve)
+            settled = await self._smart_wait(tab, bound)
+            wait = "settled" if settled else "unsettled"
+
+        page = tab.check()
+        if fmt not in SCREENSHOT_FORMATS:
+            size = int(await tab.guard(page.evaluate(_DOCUMENT_SIZE)) or 0)
+            if size > MAX_PAGE_BYTES:
+                raise loading.too_large(tab.url, size, "rendered document")
+
+        result: dict[str, Any] = {}
+        main_content = fallback = truncated = False
+        if fmt in ("markdown", "html") and loaded.is_html:
+            extracted = await extract_page(
+                page, only_main_content=params.onlyMainContent, response_html=loaded.response_html
+            )
+            text, truncated = output.cap_text(extracted.markdown if fmt == "markdown" else extracted.html)
+            result[fmt] = text
+            meta, title = extracted.metadata, extracted.title
+            main_content, fallback = extracted.main_content, extracted.fallback
+        else:
+            html = await tab.guard(page.content())
+            meta, links = await asyncio.to_thread(_read_document, html, tab.url, fmt == "links")
+            title = meta.title
+            if fmt == "links":
+                result["links"], truncated = output.cap_links(links)
+            elif fmt in SCREENSHOT_FORMATS:
+                shot = await output.screenshot(
+                    tab, full_page=fmt == "fullscreenshot", timeout_ms=budget.remaining() * 1000
+                )
+                result.update(
+                    screenshot=base64.b64encode(shot.png).decode("ascii"), width=shot.width, height=shot.height
+                )
+                truncated = shot.truncated
+            else:  # a text document (text/plain, JSON) read as markdown or html
+                text = str(await tab.guard(page.evaluate(_TEXT)) or "") if fmt == "markdown" else html
+                result[fmt], truncated = output.cap_text(text)
+        return ScrapePageResult(
+            url=tab.url,
+            title=title or await tab.title(),
+            status=loaded.status,
+            format=fmt,
+            contentType=loaded.content_type,
+            metadata=_metadata(meta),
+            mainContent=main_content,
+            fallback=fallback,
+            truncated=truncated,
+            wait=wait,
+            elapsedMs=budget.elapsed_ms(),
+            **result,
+        )
+
+    async def _smart_wait(self, tab: Tab, bound_s: float) -> bool:
+        """Network quiet and DOM stable for SETTLE_QUIET_MS, within `bound_s`; False when it never was."""
+        if bound_s <= 0:
+            return False
+        bound = Budget(Deadline.after(bound_s).at)
+        params = WaitForStableParams(quietMs=SETTLE_QUIET_MS, timeoutMs=max(100, int(bound_s * 1000)))
+        return (await wait_for_stable(tab, params, bound)).stable
+
+
+def register(dispatcher: Dispatcher, browser: BrowserService) -> ScrapeService:
+    service = ScrapeService(browser)
+    dispatcher.register(methods.SCRAPE_PAGE, service.scrape)
+    return service

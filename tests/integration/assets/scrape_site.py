@@ -1,0 +1,69 @@
+"""Pages for the scrape tests, served from inside a sandbox (`python3 scrape_site.py PORT`).
+
+/article a long article with metadata, code, a table and repeated links · /timer adds text 1.5 s after
+load · /late fetches /slow-data (0.7 s) after load and shows it · /nav-only nothing but menus ·
+/gone a 404 page · /file.pdf a PDF · /big 9 MiB of HTML · /never never answers (60 s).
+"""
+
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PARA = "The quick brown fox jumps over the lazy dog while the reader keeps reading this sentence. " * 5
+ARTICLE = f"""<!doctype html><html lang="en"><head><title>Fox news</title>
+<meta name="description" content="All about foxes"><meta name="author" content="Ann Writer">
+<meta property="article:published_time" content="2026-11-01T10:00:00Z"><link rel="canonical" href="/article">
+</head><body><nav><a href="/">Home</a> <a href="/about">About</a> <a href="/about">About again</a></nav>
+<main><article><h1>Foxes and dogs</h1>
+{"".join(f"<h2>Part {i}</h2><p>{PARA}</p>" for i in range(1, 13))}
+<pre><code class="language-python">print("fox")</code></pre>
+<table><tr><th>Animal</th><th>Speed</th></tr><tr><td>Fox</td><td>50</td></tr></table>
+<p>See <a href="/more">more</a> and <a href="https://example.org/fox">elsewhere</a>.</p>
+</article></main><footer>Footer links <a href="/about">About</a></footer></body></html>"""
+START = "<p>Words that are here from the start and stay here for the whole life of the page.</p>"
+TIMER = f"""<!doctype html><html><head><title>Timer</title></head><body><main><h1>Timer page</h1>{START}</main>
+<script>setTimeout(() => {{ const p = document.createElement('p'); p.textContent = 'TIMER CONTENT ARRIVED';
+document.querySelector('main').appendChild(p); }}, 1500);</script></body></html>"""
+LATE = f"""<!doctype html><html><head><title>Late</title></head><body><main><h1>Late page</h1>{START}</main>
+<script>window.addEventListener('load', () => fetch('/slow-data').then(r => r.text()).then(t => {{
+const p = document.createElement('p'); p.textContent = t; document.querySelector('main').appendChild(p); }}));
+</script></body></html>"""
+NAV_ONLY = """<!doctype html><html><head><title>Menu</title></head><body>
+<nav><ul><li><a href="/a">Alpha</a></li><li><a href="/b">Beta</a></li><li><a href="/c">Gamma</a></li></ul></nav>
+<footer><a href="/privacy">Privacy</a> <a href="/terms">Terms</a></footer></body></html>"""
+GONE = "<!doctype html><title>Gone</title><h1>404 Not Found</h1><p>No such page here.</p>"
+BIG = "<!doctype html><title>Big</title><p>" + "x" * (9 * 1024 * 1024) + "</p>"
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *_args: object) -> None:
+        pass
+
+    def send(self, body: str | bytes, status: int = 200, ctype: str = "text/html; charset=utf-8") -> None:
+        data = body.encode() if isinstance(body, str) else body
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/never":
+            time.sleep(60)
+        if path == "/slow-data":
+            time.sleep(0.7)
+            return self.send("SLOW DATA LOADED", ctype="text/plain")
+        if path == "/file.pdf":
+            return self.send(b"%PDF-1.4\n%%EOF\n", ctype="application/pdf")
+        pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG}
+        if path in pages:
+            return self.send(pages[path])
+        return self.send(GONE, 404)
+
+
+if __name__ == "__main__":
+    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+    server.daemon_threads = True
+    print("ready", flush=True)
+    server.serve_forever()

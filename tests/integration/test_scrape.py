@@ -1,0 +1,225 @@
+"""Issue 10 acceptance: `scrape` end to end — the real engine, the real image, the official MCP client
+over streamable HTTP, pages served by the test from inside alice's sandbox (assets/scrape_site.py).
+
+One page sandbox serves every page; scrapes with its sandboxId read them there. Scrapes without one
+get a throw-away job sandbox, which cannot reach alice's pages (sandboxes cannot reach each other), so
+they read their own agent's /healthz. The forbidden target for the network policy is a decoy of our
+own on the sandbox network's gateway (see test_network.py). The phases run in order in one test.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import docker
+
+from host import labels
+from rpc.agent import AGENT_PORT
+from tests.integration.conftest import HttpServer
+from tests.integration.mcp_helpers import Session, http_session
+from tests.integration.test_network import Decoy, gateway_of
+
+SITE = (Path(__file__).parent / "assets" / "scrape_site.py").read_text()
+PORT = 8000
+BASE = f"http://127.0.0.1:{PORT}"
+OWN_AGENT = f"http://127.0.0.1:{AGENT_PORT}/healthz"  # a page a job sandbox can load: its own agent
+
+
+def engine_state(client: docker.DockerClient, namespace: str) -> tuple[list[str], list[str]]:
+    """This test namespace's containers and volumes, by name."""
+    wanted = {"label": f"{labels.NAMESPACE}={namespace}"}
+    containers = sorted(c.name for c in client.containers.list(all=True, filters=wanted))
+    return containers, sorted(v.name for v in client.volumes.list(filters=wanted))
+
+
+async def until(check: Callable[[], bool], limit_s: float) -> None:
+    for _ in range(int(limit_s / 0.2)):
+        if check():
+            return
+        await anyio.sleep(0.2)
+    raise AssertionError(f"not within {limit_s} s")
+
+
+def png_size(data_b64: str) -> tuple[int, int]:
+    data = base64.b64decode(data_b64)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+class Scraper:
+    def __init__(self, s: Session, sid: str) -> None:
+        self.s, self.sid, self.calls = s, sid, 0
+
+    async def ok(self, path: str, **args: Any) -> dict[str, Any]:
+        self.calls += 1
+        return await self.s.ok("scrape", {"url": f"{BASE}{path}", "sandboxId": self.sid, **args})
+
+    async def error(self, url: str, code: str, **args: Any) -> dict[str, Any]:
+        self.calls += 1
+        err = await self.s.error("scrape", {"url": url, "sandboxId": self.sid, **args})
+        assert err.code == code and "Traceback" not in err.text, err.data
+        return err.data
+
+    async def image(self, path: str, fmt: str) -> tuple[dict[str, Any], str]:
+        self.calls += 1
+        r = await self.s.client.call_tool("scrape", {"url": f"{BASE}{path}", "sandboxId": self.sid, "format": fmt})
+        assert not r.is_error and r.structured_content is not None
+        [png] = [block for block in r.content if block.type == "image"]
+        return r.structured_content, png.data
+
+    async def open_in_browser(self) -> tuple[int, int, int]:
+        listed = await self.s.ok("browser_sessions", {"sandboxId": self.sid, "action": "list"})
+        return len(listed["sessions"]), listed["browserContexts"], listed["browserPages"]
+
+
+async def serve_pages(s: Session) -> str:
+    sid = (await s.ok("sandbox_create", {"name": "pages"}))["sandboxId"]
+    await s.ok("file_write", {"sandboxId": sid, "path": "scrape_site.py", "content": SITE})
+    started = await s.ok(
+        "code_run", {"sandboxId": sid, "language": "bash", "code": f"python3 scrape_site.py {PORT}", "background": True}
+    )
+    out = await s.ok("process_output", {"sandboxId": sid, "processId": started["processId"], "waitMs": 10_000})
+    assert "ready" in out["output"], out
+    return sid
+
+
+# -- the phases ------------------------------------------------------------------------------
+
+
+async def bad_inputs_open_nothing(s: Session, client: docker.DockerClient, namespace: str) -> None:
+    """TC-05 / TC-15: refused before anything is opened (no sandbox, session or file)."""
+    before = engine_state(client, namespace)
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"url": "ftp://example.org/"}, "url"),
+        ({"url": "not a url"}, "url"),
+        ({"url": BASE, "format": "pdf"}, "format"),
+        ({"url": BASE, "waitFor": -1}, "waitFor"),
+        ({"url": BASE, "waitFor": 60001}, "waitFor"),
+        ({"url": BASE, "profileId": "../x"}, "profileId"),
+        ({"url": BASE, "profileId": "a/b"}, "profileId"),
+        ({"url": BASE, "profileId": "p" * 65}, "profileId"),
+    ]
+    for args, field in cases:
+        err = await s.error("scrape", args)
+        assert err.code == "INVALID_PARAMETER", (args, err.data)
+        assert [e["field"] for e in err.data["details"]["errors"]] == [field], (args, err.data)
+    missing = await s.error("scrape", {"url": BASE, "profileId": "work"})
+    assert missing.code == "PROFILE_NOT_FOUND" and "profileId" in missing.data["recoverHint"]
+    assert engine_state(client, namespace) == before
+    assert (await s.ok("sandbox_list"))["sandboxes"] == []
+
+
+async def formats(p: Scraper) -> None:
+    """TC-01: every format returns its payload."""
+    md = await p.ok("/article")
+    assert md["status"] == 200 and md["title"] == "Fox news" and md["url"] == f"{BASE}/article"
+    assert md["mainContent"] and not md["fallback"] and not md["truncated"]
+    assert "# Foxes and dogs" in md["markdown"] and "```python" in md["markdown"] and "| Fox" in md["markdown"]
+    assert "Footer links" not in md["markdown"] and f"({BASE}/more)" in md["markdown"]
+    assert md["metadata"] == {
+        "description": "All about foxes",
+        "language": "en",
+        "canonicalUrl": f"{BASE}/article",
+        "publishedDate": "2026-11-01T10:00:00Z",
+        "author": "Ann Writer",
+    }
+    whole = await p.ok("/article", onlyMainContent=False)
+    assert "Footer links" in whole["markdown"]
+    html = await p.ok("/article", format="html")
+    assert "<h1>Foxes and dogs</h1>" in html["html"] and html["markdown"] is None
+    links = await p.ok("/article", format="links")
+    assert links["links"] == [f"{BASE}/", f"{BASE}/about", f"{BASE}/more", "https://example.org/fox"]
+
+    shot, shot_png = await p.image("/article", "screenshot")
+    full, full_png = await p.image("/article", "fullscreenshot")
+    (w1, h1), (w2, h2) = png_size(shot_png), png_size(full_png)
+    assert (shot["width"], shot["height"]) == (w1, h1) and (full["width"], full["height"]) == (w2, h2)
+    assert w1 == w2 and h2 > h1 and "screenshot" not in shot
+
+
+async def waits_and_fallback(p: Scraper) -> None:
+    """TC-02 / TC-03 / TC-04."""
+    short = await p.ok("/timer", waitFor=200)
+    assert short["wait"] == "fixed" and "TIMER CONTENT ARRIVED" not in short["markdown"]
+    long = await p.ok("/timer", waitFor=2500)
+    assert long["wait"] == "fixed" and "TIMER CONTENT ARRIVED" in long["markdown"]
+    late = await p.ok("/late")
+    assert late["wait"] == "settled" and "SLOW DATA LOADED" in late["markdown"]
+    menu = await p.ok("/nav-only")
+    assert menu["fallback"] and not menu["mainContent"] and "Gamma" in menu["markdown"]
+
+
+async def pages_that_fail(p: Scraper) -> None:
+    gone = await p.ok("/gone")
+    assert gone["status"] == 404 and "No such page" in gone["markdown"]  # returned, not hidden
+    await p.error(f"{BASE}/file.pdf", "UNSUPPORTED_CONTENT_TYPE")
+    await p.error(f"{BASE}/big", "PAGE_TOO_LARGE")
+    await p.error(f"{BASE}/never", "NAVIGATION_TIMEOUT", timeoutMs=3000)
+    await p.error(f"http://127.0.0.1:{PORT + 1}/", "HOST_UNREACHABLE")
+    for _ in range(2):  # more failures and successes, for the count of what is left open
+        await p.error(f"{BASE}/file.pdf", "UNSUPPORTED_CONTENT_TYPE", format="links")
+        await p.ok("/gone", format="links")
+
+
+async def network_policy(p: Scraper, client: docker.DockerClient, namespace: str) -> None:
+    """The scrape goes through the sandbox's browser: public mode keeps the host out of reach."""
+    decoy = Decoy(gateway_of(client, namespace))
+    try:
+        await p.error(f"http://{decoy.host}:{decoy.port}/", "HOST_UNREACHABLE")
+        job = await p.s.error("scrape", {"url": f"http://{decoy.host}:{decoy.port}/"})  # a job sandbox: same
+        assert job.code == "HOST_UNREACHABLE" and "network mode" in job.data["recoverHint"]
+        assert decoy.accepted == 0
+    finally:
+        decoy.close()
+
+
+async def job_sandboxes_leave_nothing(s: Session, client: docker.DockerClient, namespace: str) -> None:
+    """Without sandboxId: a sandbox for the call, removed after success, failure and cancellation."""
+    before = engine_state(client, namespace)
+    own = await s.ok("scrape", {"url": OWN_AGENT})
+    assert own["status"] == 200 and own["contentType"] == "application/json" and '"status"' in own["markdown"]
+    assert engine_state(client, namespace) == before
+    refused = await s.error("scrape", {"url": f"http://127.0.0.1:{PORT}/"})  # nothing serves in a job sandbox
+    assert refused.code == "HOST_UNREACHABLE" and "sandboxId" not in refused.data["details"]
+    assert engine_state(client, namespace) == before
+
+    # The client gives up while the page is being waited for: the server cancels, the sandbox goes.
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(s.client.call_tool, "scrape", {"url": OWN_AGENT, "waitFor": 30_000})
+        await until(lambda: len(engine_state(client, namespace)[0]) > len(before[0]), 60)
+        await anyio.sleep(3)  # the sandbox is up and the page loading
+        tg.cancel_scope.cancel()
+    await until(lambda: engine_state(client, namespace) == before, 30)
+
+
+# -- the test --------------------------------------------------------------------------------
+
+
+async def test_scrape(
+    http_server: HttpServer, tokens: dict[str, str], docker_client: docker.DockerClient, namespace: str
+) -> None:
+    async with http_session(http_server.url, tokens["alice"]) as alice:
+        await bad_inputs_open_nothing(alice, docker_client, namespace)
+        sid = await serve_pages(alice)
+        try:
+            p = Scraper(alice, sid)
+            await p.ok("/article")  # the browser is up: what is open now is the baseline
+            baseline = await p.open_in_browser()
+            await formats(p)
+            await waits_and_fallback(p)
+            await pages_that_fail(p)
+            await network_policy(p, docker_client, namespace)
+            assert p.calls >= 20
+            assert await p.open_in_browser() == baseline  # no session, context or tab left behind
+            async with http_session(http_server.url, tokens["bob"]) as bob:
+                theirs = await bob.error("scrape", {"url": f"{BASE}/article", "sandboxId": sid})
+                assert theirs.code == "SANDBOX_NOT_FOUND"
+            await job_sandboxes_leave_nothing(alice, docker_client, namespace)
+        finally:
+            await alice.call("sandbox_destroy", {"sandboxId": sid})
+    assert "Traceback" not in http_server.log()

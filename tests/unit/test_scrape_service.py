@@ -1,0 +1,282 @@
+"""scrape.page through the agent's dispatcher against the real Chromium on this machine, on pages an
+aiohttp server of this module serves: formats, waits, fallback, load failures, login state, and that
+nothing is left open afterwards (seed 004 TC-01…TC-04; the MCP side is in the integration tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import socket
+import struct
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from rpc.errors import BoxwrightError
+from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_PAGE_BYTES
+from sandbox_image.scrape import service as scrape_service
+from sandbox_image.scrape.output import cap_links, cap_text, json_size
+from tests.unit.browser_harness import BrowserDriver
+
+PARA = "The quick brown fox jumps over the lazy dog while the reader keeps reading this sentence. " * 5
+ARTICLE = f"""<!doctype html><html lang="en"><head><title>Fox news</title>
+<meta name="description" content="All about foxes">
+<meta name="author" content="Ann Writer">
+<meta property="article:published_time" content="2026-11-01T10:00:00Z">
+<link rel="canonical" href="/article">
+</head><body>
+<nav><a href="/">Home</a> <a href="/about">About</a> <a href="/about">About again</a></nav>
+<main><article><h1>Foxes and dogs</h1>
+{"".join(f"<h2>Part {i}</h2><p>{PARA}</p>" for i in range(1, 9))}
+<pre><code class="language-python">print("fox")</code></pre>
+<table><tr><th>Animal</th><th>Speed</th></tr><tr><td>Fox</td><td>50</td></tr></table>
+<p>See <a href="/more#x">more</a> and <a href="https://example.org/fox">elsewhere</a>.</p>
+</article></main>
+<footer>Footer links <a href="/about">About</a></footer>
+</body></html>"""
+
+TIMER = """<!doctype html><html><head><title>Timer</title></head><body><main><h1>Timer page</h1>
+<p>Words that are here from the start and stay here for the whole life of the page.</p></main>
+<script>setTimeout(() => { const p = document.createElement('p'); p.textContent = 'TIMER CONTENT ARRIVED';
+document.querySelector('main').appendChild(p); }, 1500);</script></body></html>"""
+
+LATE = """<!doctype html><html><head><title>Late</title></head><body><main><h1>Late page</h1>
+<p>Words that are here from the start and stay here for the whole life of the page.</p></main>
+<script>window.addEventListener('load', () => fetch('/slow-data').then(r => r.text()).then(t => {
+const p = document.createElement('p'); p.textContent = t; document.querySelector('main').appendChild(p); }));
+</script></body></html>"""
+
+NAV_ONLY = """<!doctype html><html><head><title>Menu</title></head><body>
+<nav><ul><li><a href="/a">Alpha</a></li><li><a href="/b">Beta</a></li><li><a href="/c">Gamma</a></li></ul></nav>
+<footer><a href="/privacy">Privacy</a> <a href="/terms">Terms</a></footer></body></html>"""
+
+
+def html(text: str, status: int = 200) -> web.Response:
+    return web.Response(text=text, content_type="text/html", status=status)
+
+
+async def slow_data(_request: web.Request) -> web.Response:
+    await asyncio.sleep(0.7)
+    return web.Response(text="SLOW DATA LOADED")
+
+
+async def never(_request: web.Request) -> web.Response:
+    await asyncio.sleep(60)
+    return html("late")
+
+
+async def show_cookie(request: web.Request) -> web.Response:
+    return html(f"<title>Cookie</title><p>flavour={request.cookies.get('flavour', 'none')}</p>")
+
+
+ROUTES: dict[str, Any] = {
+    "/article": lambda _r: html(ARTICLE),
+    "/timer": lambda _r: html(TIMER),
+    "/late": lambda _r: html(LATE),
+    "/slow-data": slow_data,
+    "/nav-only": lambda _r: html(NAV_ONLY),
+    "/gone": lambda _r: html("<title>Gone</title><h1>404 Not Found</h1><p>No such page here.</p>", 404),
+    "/pdf": lambda _r: web.Response(body=b"%PDF-1.4\n%%EOF\n", content_type="application/pdf"),
+    "/text": lambda _r: web.Response(text="plain words\nsecond line", content_type="text/plain"),
+    "/big": lambda _r: html("<title>Big</title><p>" + "x" * (MAX_PAGE_BYTES + 1024) + "</p>"),
+    "/never": never,
+    "/alert": lambda _r: html("<title>Alert</title><script>alert('hi')</script><main><p>After the alert.</p></main>"),
+    "/cookie": show_cookie,
+    "/moved": lambda _r: web.Response(status=302, headers={"Location": "/article"}),
+}
+
+
+def _async(make: Any) -> Any:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return make(request)
+
+    return handler
+
+
+@pytest.fixture(scope="module")
+async def pages() -> AsyncIterator[str]:
+    app = web.Application()
+    for path, handler in ROUTES.items():
+        app.router.add_get(path, handler if asyncio.iscoroutinefunction(handler) else _async(handler))
+    runner = web.AppRunner(app, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    await runner.cleanup()
+
+
+@pytest.fixture(scope="module")
+def scraper(browser: BrowserDriver) -> BrowserDriver:
+    scrape_service.register(browser.dispatcher, browser.service)
+    return browser
+
+
+async def scrape(driver: BrowserDriver, url: str, **params: Any) -> dict[str, Any]:
+    return await driver.call("scrape.page", url=url, **params)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+async def test_markdown_html_links_and_metadata(scraper: BrowserDriver, pages: str) -> None:
+    md = await scrape(scraper, f"{pages}/article")
+    assert md["format"] == "markdown" and md["status"] == 200 and md["title"] == "Fox news"
+    assert md["mainContent"] is True and md["fallback"] is False and md["truncated"] is False
+    text = md["markdown"]
+    assert "# Foxes and dogs" in text and "## Part 8" in text
+    assert "```python" in text and "| Fox" in text
+    assert f"({pages}/more#x)" in text  # links made absolute
+    assert "Footer links" not in text and "About again" not in text  # only the main content
+    assert md["metadata"] == {
+        "description": "All about foxes",
+        "language": "en",
+        "canonicalUrl": f"{pages}/article",
+        "publishedDate": "2026-11-01T10:00:00Z",
+        "author": "Ann Writer",
+    }
+    assert md["wait"] == "settled"
+
+    full = await scrape(scraper, f"{pages}/article", onlyMainContent=False)
+    assert "Footer links" in full["markdown"] and full["mainContent"] is False
+
+    h = await scrape(scraper, f"{pages}/article", format="html")
+    assert "<h1>Foxes and dogs</h1>" in h["html"] and "<footer" not in h["html"] and h["markdown"] is None
+
+    links = (await scrape(scraper, f"{pages}/article", format="links"))["links"]
+    assert links == [f"{pages}/", f"{pages}/about", f"{pages}/more", "https://example.org/fox"]  # no fragments
+
+
+async def test_screenshots(scraper: BrowserDriver, pages: str) -> None:
+    shot = await scrape(scraper, f"{pages}/article", format="screenshot")
+    full = await scrape(scraper, f"{pages}/article", format="fullscreenshot")
+    w1, h1 = png_size(base64.b64decode(shot["screenshot"]))
+    w2, h2 = png_size(base64.b64decode(full["screenshot"]))
+    assert (shot["width"], shot["height"]) == (w1, h1) and (full["width"], full["height"]) == (w2, h2)
+    assert w1 == w2 and h2 > h1
+    assert shot["markdown"] is None and shot["title"] == "Fox news"
+
+
+async def test_fixed_wait_skips_the_smart_wait(scraper: BrowserDriver, pages: str) -> None:
+    short = await scrape(scraper, f"{pages}/timer", waitFor=200)
+    assert short["wait"] == "fixed" and "TIMER CONTENT ARRIVED" not in short["markdown"]
+    long = await scrape(scraper, f"{pages}/timer", waitFor=2500)
+    assert long["wait"] == "fixed" and "TIMER CONTENT ARRIVED" in long["markdown"]
+
+
+async def test_smart_wait_sees_what_a_script_adds_after_load(scraper: BrowserDriver, pages: str) -> None:
+    late = await scrape(scraper, f"{pages}/late")
+    assert late["wait"] == "settled" and "SLOW DATA LOADED" in late["markdown"]
+
+
+async def test_empty_main_content_falls_back_to_the_whole_page(scraper: BrowserDriver, pages: str) -> None:
+    out = await scrape(scraper, f"{pages}/nav-only")
+    assert out["fallback"] is True and out["mainContent"] is False
+    assert "Gamma" in out["markdown"] and "Terms" in out["markdown"]
+
+
+async def test_the_final_url_is_after_redirects(scraper: BrowserDriver, pages: str) -> None:
+    out = await scrape(scraper, f"{pages}/moved", format="links")
+    assert out["url"] == f"{pages}/article" and out["status"] == 200 and out["title"] == "Fox news"
+
+
+async def test_http_errors_are_returned_with_the_page(scraper: BrowserDriver, pages: str) -> None:
+    out = await scrape(scraper, f"{pages}/gone")
+    assert out["status"] == 404 and "No such page" in out["markdown"]
+
+
+async def test_text_and_dialogs(scraper: BrowserDriver, pages: str) -> None:
+    text = await scrape(scraper, f"{pages}/text")
+    assert text["contentType"] == "text/plain" and "plain words\nsecond line" in text["markdown"]
+    alert = await scrape(scraper, f"{pages}/alert", timeoutMs=5000)
+    assert "After the alert." in alert["markdown"]
+
+
+@pytest.mark.parametrize(
+    ("path", "code", "params"),
+    [
+        ("/pdf", "UNSUPPORTED_CONTENT_TYPE", {}),
+        ("/big", "PAGE_TOO_LARGE", {}),
+        ("/never", "NAVIGATION_TIMEOUT", {"timeoutMs": 2000}),
+    ],
+)
+async def test_pages_that_cannot_be_read(
+    scraper: BrowserDriver, pages: str, path: str, code: str, params: dict[str, Any]
+) -> None:
+    err = await scraper.error("scrape.page", url=f"{pages}{path}", **params)
+    assert err.code.value == code and err.hint, err
+
+
+async def test_a_pdf_can_still_be_seen(scraper: BrowserDriver, pages: str) -> None:
+    """What UNSUPPORTED_CONTENT_TYPE's hint promises: the screenshot formats show what the browser displays."""
+    shot = await scrape(scraper, f"{pages}/pdf", format="screenshot")
+    assert shot["contentType"] == "application/pdf" and png_size(base64.b64decode(shot["screenshot"]))[0] > 0
+
+
+async def test_unreachable_host(scraper: BrowserDriver) -> None:
+    with socket.socket() as s:  # a port nothing listens on (bound, never listening)
+        s.bind(("127.0.0.1", 0))
+        err = await scraper.error("scrape.page", url=f"http://127.0.0.1:{s.getsockname()[1]}/")
+    assert err.code.value == "HOST_UNREACHABLE" and "network mode" in err.hint
+    assert err.details["netError"] == "ERR_CONNECTION_REFUSED"
+
+
+async def test_login_state_comes_in_and_does_not_stay(scraper: BrowserDriver, pages: str) -> None:
+    cookie = {"name": "flavour", "value": "oatmeal", "domain": "127.0.0.1", "path": "/", "expires": -1,
+              "httpOnly": False, "secure": False, "sameSite": "Lax"}  # fmt: skip
+    state = {"cookies": [cookie], "origins": []}
+    assert "flavour=oatmeal" in (await scrape(scraper, f"{pages}/cookie", storageState=state))["markdown"]
+    assert "flavour=none" in (await scrape(scraper, f"{pages}/cookie"))["markdown"]
+
+
+async def test_nothing_is_left_open(scraper: BrowserDriver, pages: str) -> None:
+    await scrape(scraper, f"{pages}/article")  # the browser is up
+    before = scraper.service.engine.open_counts()
+    sessions = set(scraper.service.sessions.sessions)
+    for path, params in [("/article", {}), ("/pdf", {}), ("/never", {"timeoutMs": 1000}), ("/alert", {})] * 3:
+        with contextlib.suppress(BoxwrightError):  # failures are part of the point
+            await scrape(scraper, f"{pages}{path}", **params)
+    # Cancelled mid-load (the MCP client gave up): cleaned up all the same.
+    task = asyncio.ensure_future(scrape(scraper, f"{pages}/never", timeoutMs=30000))
+    await asyncio.sleep(0.5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.3)
+    assert scraper.service.engine.open_counts() == before
+    assert set(scraper.service.sessions.sessions) == sessions
+
+
+def test_caps_fit_one_message() -> None:
+    quotes = '"' * (2 * MAX_CONTENT_BYTES)
+    cut, truncated = cap_text(quotes)
+    assert truncated and json_size(cut) <= MAX_CONTENT_BYTES
+    lines = "line\n" * 1000
+    assert cap_text(lines) == (lines, False)
+    kept, truncated = cap_links([f"https://example.org/{i}" for i in range(20_000)])
+    assert truncated and len(kept) == 10_000
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ("net::ERR_NAME_NOT_RESOLVED at http://nowhere.invalid/", "DNS_FAILURE"),
+        ("net::ERR_CONNECTION_REFUSED at http://127.0.0.1:1/", "HOST_UNREACHABLE"),
+        ("net::ERR_ADDRESS_UNREACHABLE at http://10.0.0.1/", "HOST_UNREACHABLE"),
+        ("net::ERR_CERT_AUTHORITY_INVALID at https://self-signed/", "TLS_ERROR"),
+        ("net::ERR_SSL_PROTOCOL_ERROR at https://x/", "TLS_ERROR"),
+        ("net::ERR_UNSAFE_PORT at http://x:1/", "NAVIGATION_FAILED"),
+        ("Download is starting", "UNSUPPORTED_CONTENT_TYPE"),
+    ],
+)
+def test_every_load_failure_has_its_code(message: str, code: str) -> None:
+    from sandbox_image.scrape.loading import failed
+
+    err = failed("https://user:secret@example.org/x", message, "markdown", None)
+    assert err.code.value == code and err.hint
+    assert "secret" not in err.message and "secret" not in str(err.details)

@@ -1,0 +1,128 @@
+"""The `scrape` MCP tool over a FakeBackend (real agents and the host's Chromium in this process, no
+Docker): its schema, the throw-away sandbox that is always removed, bad inputs that open nothing, the
+profileId seam, and image content for screenshots. The real engine and image: tests/integration."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from host.mcp.tools.scrape import login_state
+from host.sandboxes.models import Caller
+from host.services import Services
+from host.testing.fake_backend import FakeBackend
+from rpc.errors import BoxwrightError
+from rpc.models.scrape import ScrapeOutput, ScrapeRequest
+from tests.unit.test_mcp_tools import serving
+
+pytestmark = pytest.mark.chromium  # launches the host's Chromium
+
+PAGE = """<!doctype html><html lang="en"><head><title>Tool page</title></head><body>
+<nav><a href="/">Home</a></nav><main><article><h1>Scraped through MCP</h1>
+<p>This paragraph is the main content of the page and it is long enough to be kept by the extractor.</p>
+<p>A second paragraph, so the article has some body to it and reads like one.</p></article></main></body></html>"""
+
+
+@pytest.fixture
+async def page_url() -> AsyncIterator[str]:
+    async def article(_request: web.Request) -> web.Response:
+        return web.Response(text=PAGE, content_type="text/html")
+
+    async def pdf(_request: web.Request) -> web.Response:
+        return web.Response(body=b"%PDF-1.4\n", content_type="application/pdf")
+
+    app = web.Application()
+    app.router.add_get("/", article)
+    app.router.add_get("/file.pdf", pdf)
+    runner = web.AppRunner(app, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/"  # type: ignore[union-attr]
+    await runner.cleanup()
+
+
+def test_schemas_derive_from_the_models() -> None:
+    schema = ScrapeRequest.model_json_schema()
+    props = schema["properties"]
+    assert schema["required"] == ["url"]
+    assert set(props) == {"url", "format", "onlyMainContent", "waitFor", "timeoutMs", "profileId", "sandboxId"}
+    assert props["format"]["default"] == "markdown" and props["onlyMainContent"]["default"] is True
+    assert (props["waitFor"]["minimum"], props["waitFor"]["maximum"]) == (0, 60000)
+    assert props["profileId"]["default"] == "master" and props["profileId"]["maxLength"] == 64
+    assert "screenshot" not in ScrapeOutput.model_json_schema()["properties"]  # image content instead
+
+
+@pytest.mark.parametrize("profile_id", ["../x", "a/b", "a\\b", "..", "x" * 65, "", "a b", "é"])
+def test_bad_profile_ids_are_refused_by_the_model(profile_id: str) -> None:
+    with pytest.raises(ValueError, match="profileId"):
+        ScrapeRequest(url="https://example.org/", profileId=profile_id)
+
+
+async def test_the_profile_seam() -> None:
+    caller = Caller(owner="alice")
+    assert await login_state(caller, "master") is None
+    with pytest.raises(BoxwrightError) as caught:
+        await login_state(caller, "work.account-1")
+    assert caught.value.code.value == "PROFILE_NOT_FOUND" and "profileId" in caught.value.hint
+
+
+async def test_scrape_in_a_throw_away_sandbox(services: Services, fake: FakeBackend, page_url: str) -> None:
+    async with serving(services) as mcp:
+        tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
+        assert tools["scrape"].input_schema == ScrapeRequest.model_json_schema()
+        assert tools["scrape"].output_schema == ScrapeOutput.model_json_schema()
+
+        out = await mcp.ok("scrape", {"url": page_url})
+        assert out["title"] == "Tool page" and out["status"] == 200 and out["url"] == page_url
+        assert "# Scraped through MCP" in out["markdown"] and "Home" not in out["markdown"]
+        assert out["metadata"]["language"] == "en"
+        assert fake.list_sandboxes("unit") == [] and (await mcp.ok("sandbox_list"))["sandboxes"] == []
+
+        shot = await mcp.client.call_tool("scrape", {"url": page_url, "format": "screenshot"})
+        assert not shot.is_error and "screenshot" not in shot.structured_content
+        png = next(block for block in shot.content if block.type == "image")
+        assert base64.b64decode(png.data)[:8] == b"\x89PNG\r\n\x1a\n"
+
+        failed = await mcp.error("scrape", {"url": page_url + "file.pdf"})
+        assert failed.code == "UNSUPPORTED_CONTENT_TYPE" and "sandboxId" not in failed.data["details"]
+        assert fake.list_sandboxes("unit") == []
+
+
+async def test_bad_inputs_open_nothing(services: Services, fake: FakeBackend, page_url: str) -> None:
+    bad = [
+        ({"url": "ftp://example.org/"}, "url"),
+        ({"url": "file:///etc/passwd"}, "url"),
+        ({"url": "javascript:alert(1)"}, "url"),
+        ({"url": page_url, "format": "pdf"}, "format"),
+        ({"url": page_url, "waitFor": -1}, "waitFor"),
+        ({"url": page_url, "waitFor": 60001}, "waitFor"),
+        ({"url": page_url, "profileId": "../x"}, "profileId"),
+        ({"url": page_url, "profileId": "a/b"}, "profileId"),
+        ({"url": page_url, "profileId": "p" * 65}, "profileId"),
+        ({"url": page_url, "timeoutMs": 10}, "timeoutMs"),
+        ({"url": page_url, "extra": 1}, "extra"),
+        ({}, "url"),
+    ]
+    async with serving(services) as mcp:
+        for args, field in bad:
+            err = await mcp.error("scrape", args)
+            assert err.code == "INVALID_PARAMETER", (args, err.data)
+            assert [e["field"] for e in err.data["details"]["errors"]] == [field], (args, err.data)
+        profile = await mcp.error("scrape", {"url": page_url, "profileId": "work"})
+        assert profile.code == "PROFILE_NOT_FOUND" and profile.data["details"] == {"profileId": "work"}
+        assert fake.list_sandboxes("unit") == []
+
+
+async def test_in_a_given_sandbox_and_not_in_anothers(services: Services, fake: FakeBackend, page_url: str) -> None:
+    async with serving(services, lambda _ctx: Caller(owner="alice", session="a")) as alice:
+        sid = (await alice.ok("sandbox_create"))["sandboxId"]
+        links = await alice.ok("scrape", {"url": page_url, "format": "links", "sandboxId": sid})
+        assert links["links"] == [page_url]
+        assert [c.sandbox_id for c in fake.list_sandboxes("unit")] == [sid]  # no other sandbox was made
+    async with serving(services, lambda _ctx: Caller(owner="bob", session="b")) as bob:
+        theirs = await bob.error("scrape", {"url": page_url, "sandboxId": sid})
+        assert theirs.code == "SANDBOX_NOT_FOUND"
