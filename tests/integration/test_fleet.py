@@ -1,5 +1,6 @@
 """Fleet lifecycle against the real engine and the real MCP client: the warm pool (distinct pooled
-sandboxes with their own token and workspace, refilled, a dead one replaced and never handed out)."""
+sandboxes with their own token and workspace, refilled, a dead one replaced and never handed out,
+scrape served from it), pause and resume across a SIGKILL, idle that spares real work, quotas."""
 
 from __future__ import annotations
 
@@ -95,6 +96,9 @@ async def test_warm_pool_hands_out_distinct_fresh_sandboxes_and_replaces_a_dead_
             assert len(ready) == 2 and dead not in ready and dead not in containers(docker_client, ns)
             c = await s.ok("sandbox_create", {"name": "c"})
             assert c["fromPool"] and c["sandboxId"] in ready
+            # A scrape without sandboxId gets its throw-away sandbox from the pool too (JobSandboxes).
+            await s.ok("scrape", {"url": "http://127.0.0.1:8080/healthz"})
+            assert "from the pool for job scrape_" in server.log()
     finally:
         server.stop()  # graceful: drains the pool
     assert containers(docker_client, ns) == {}
