@@ -77,6 +77,7 @@ class DockerBackend(SandboxBackend):
     def __init__(self, settings: Settings, client: docker.DockerClient | None = None) -> None:
         self.settings = settings
         self.client = client or docker_client()
+        self._network_lock = threading.Lock()
         self.disks = WorkspaceDisks(
             self.client,
             settings.workspace_quota,
@@ -108,20 +109,27 @@ class DockerBackend(SandboxBackend):
         """One bridge network per namespace, inter-container communication off. Not cached: another
         server of the namespace removes it when its last sandbox goes."""
         name = self.network_name
-        existing = self.client.networks.list(names=[name])
-        if not existing:
-            try:
-                self.client.networks.create(
-                    name,
-                    driver="bridge",
-                    check_duplicate=True,
-                    options={"com.docker.network.bridge.enable_icc": "false"},
-                    labels={labels.NAMESPACE: self.settings.namespace},
-                )
-            except docker.errors.APIError as exc:  # a concurrent server created it first
-                if not self.client.networks.list(names=[name]):
-                    raise _start_failed(f"cannot create network {name}", exc) from exc
+        # One at a time in this server: two starts at once (a create while the warm pool refills) would
+        # otherwise both make it, and the engine's duplicate check is racy — two networks of one name,
+        # after which every start fails with "network … is ambiguous".
+        with self._network_lock:
+            if not self._network_exists(name):
+                try:
+                    self.client.networks.create(
+                        name,
+                        driver="bridge",
+                        check_duplicate=True,
+                        options={"com.docker.network.bridge.enable_icc": "false"},
+                        labels={labels.NAMESPACE: self.settings.namespace},
+                    )
+                except docker.errors.APIError as exc:  # a concurrent server created it first
+                    if not self._network_exists(name):
+                        raise _start_failed(f"cannot create network {name}", exc) from exc
         return name
+
+    def _network_exists(self, name: str) -> bool:
+        """The engine's name filter matches substrings (namespace `a` would find `a-b`'s network): compare."""
+        return any(net.name == name for net in self.client.networks.list(names=[name]))
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, spec: StartSpec) -> ContainerInfo:
@@ -317,6 +325,8 @@ class DockerBackend(SandboxBackend):
     def remove_network_if_unused(self) -> None:
         """Drop the namespace network once no container uses it (throw-away namespaces would pile up)."""
         for net in self.client.networks.list(names=[self.network_name]):
+            if net.name != self.network_name:  # the filter matches substrings: another namespace's
+                continue
             net.reload()
             if not net.attrs.get("Containers"):
                 with contextlib.suppress(docker.errors.APIError):  # raced by a new sandbox: keep it

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import anyio
@@ -13,6 +14,8 @@ import docker
 import httpx
 
 from host import identity, labels
+from host.backends.docker_backend import DockerBackend
+from host.config import Settings
 from tests.integration import test_lifecycle
 from tests.integration.conftest import HttpServer, own_env
 from tests.integration.mcp_helpers import http_session
@@ -193,3 +196,24 @@ async def test_an_owner_over_the_memory_total_gets_a_quota_error_and_nothing_hal
     finally:
         server.stop()
     assert containers(docker_client, ns) == {}
+
+
+def test_concurrent_starts_make_one_namespace_network_and_a_longer_name_is_not_it(
+    namespace: str, docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    """A create while the pool refills ensures the network twice at once: one network must come of it
+    (two of one name make every later start fail), and namespace `x`'s is not namespace `x-b`'s."""
+    ns = f"{namespace}-net"
+    docker_client.networks.create(f"boxwright-{ns}-b", labels={labels.NAMESPACE: f"{ns}-b"})
+    try:
+        backend = DockerBackend(Settings(namespace=ns, state_dir=tmp_path / "state"), docker_client)
+        with ThreadPoolExecutor(4) as pool:
+            names = set(pool.map(lambda _: backend._ensure_network(), range(4)))
+        assert names == {f"boxwright-{ns}"}
+        found = [n.name for n in docker_client.networks.list(names=[f"boxwright-{ns}"])]
+        assert sorted(found) == sorted([f"boxwright-{ns}", f"boxwright-{ns}-b"])
+        backend.remove_network_if_unused()  # ours goes; the other namespace's stays
+        assert [n.name for n in docker_client.networks.list(names=[f"boxwright-{ns}"])] == [f"boxwright-{ns}-b"]
+    finally:
+        for net in docker_client.networks.list(names=[f"boxwright-{ns}"]):
+            net.remove()
