@@ -73,6 +73,7 @@ FINE_POLL_S = 0.005  # the baselines' readiness polling: as tight as is reasonab
 SETTLE_S = 3.0  # idle time before reading memory, so start-up transients are gone
 MiB = 1024 * 1024
 FILE_SIZES = {"1 KiB": 1024, "1 MiB": MiB}
+DENSITY_K = 4  # sandboxes measured together by `density`
 CODE = "print(1)"
 SYSTEM_PYTHON = "/usr/bin/python3"  # what code_run uses (not the agent's venv python)
 PAGE_PORT = 8000
@@ -850,6 +851,204 @@ async def bench_browser_first_call(h: Harness, n: int) -> list[Series]:
             await h.call("sandbox_destroy", {"sandboxId": sid})
         progress(f"{b} {i + 1}/{n}: first {first.samples[-1]:.0f} ms, second {second.samples[-1]:.0f} ms")
     return [bare_first, first, bare_second, second]
+
+
+@contextlib.asynccontextmanager
+async def extra_server(h: Harness, name: str, command: list[str], **env_extra: str) -> AsyncIterator[Client]:
+    """A second stdio MCP server beside the harness's (same namespace and state dir, so the two leave
+    each other's sandboxes alone and the cleanup covers both); its stderr goes to `<name>.log`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOXWRIGHT_") or k in PASS_THROUGH_ENV}
+    env.update(
+        BOXWRIGHT_NAMESPACE=h.namespace,
+        BOXWRIGHT_STATE_DIR=str(h.settings.state_dir),
+        BOXWRIGHT_IMAGE=h.settings.image,
+        **env_extra,
+    )
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+    with (h.workdir / f"{name}.log").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
+            yield client
+
+
+async def client_call(client: Client, tool: str, args: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    with anyio.fail_after(CALL_TIMEOUT_S):
+        result = await client.call_tool(tool, args)
+    ms = (time.perf_counter() - started) * 1000
+    if result.is_error:
+        raise ToolCallError(tool, "?", " ".join(getattr(c, "text", "") for c in result.content)[:500])
+    return ms, dict(result.structured_content or {})
+
+
+async def _until(check: Callable[[], bool], what: str, timeout_s: float = 120) -> None:
+    for _ in range(int(timeout_s / 0.05)):
+        if check():
+            return
+        await anyio.sleep(0.05)
+    raise BenchError(f"timed out waiting for {what}")
+
+
+@benchmark("pool_create", "sandbox_create from the warm pool vs cold vs bare docker run", default_n=10)
+async def bench_pool_create(h: Harness, n: int) -> list[Series]:
+    """The harness's server (no pool) creates cold; a second server with BOXWRIGHT_POOL_SIZE=1 hands
+    out pooled sandboxes, each timed only once the pool has refilled (a refill is not a create).
+    Interleaved with the bare `docker run` → /healthz baseline."""
+    b = "pool_create"
+    agent, runner, cold, cold_srv, pool, pool_srv = Series.group(
+        b,
+        "ms",
+        "bare: docker run → agent /healthz (baseline)",
+        "bare: … + code runner ready",
+        "sandbox_create cold (MCP stdio)",
+        "sandbox_create cold, server-side (startupMs)",
+        "sandbox_create from the pool (MCP stdio)",
+        "sandbox_create from the pool, server-side (startupMs)",
+    )
+    log = h.workdir / "pool-server.log"
+
+    def refills() -> int:
+        return log.read_text(errors="replace").count("ready (1 of 1)")
+
+    # The harness's server makes the namespace network first: two servers creating it at the same
+    # moment can end with two networks of one name (the engine's duplicate check is racy).
+    c_data = await h.call("sandbox_create", {})
+    async with extra_server(h, "pool-server", h.server_command(), BOXWRIGHT_POOL_SIZE="1") as pooled:
+        await h.call("sandbox_destroy", {"sandboxId": c_data["sandboxId"]})
+        claims = 0
+        for i in range(n + 1):  # the first round is an uncounted warm-up
+            bare = h.start_bare("pool", with_runner=True)
+            h.remove_bare(bare)
+            c_ms, c_data = await h.timed_call("sandbox_create", {})
+            await h.call("sandbox_destroy", {"sandboxId": c_data["sandboxId"]})
+            await _until(lambda: refills() > claims, "the pool to refill")  # noqa: B023
+            p_ms, p_data = await client_call(pooled, "sandbox_create", {})
+            claims += 1
+            if not p_data.get("fromPool"):
+                raise BenchError("the pooled server started a sandbox cold")
+            await client_call(pooled, "sandbox_destroy", {"sandboxId": p_data["sandboxId"]})
+            if i == 0:
+                continue
+            agent.add(bare.marks["agent"])
+            runner.add(bare.marks["runner"])
+            cold.add(c_ms)
+            cold_srv.add(float(c_data["startupMs"]))
+            pool.add(p_ms)
+            pool_srv.add(float(p_data["startupMs"]))
+            progress(
+                f"{b} {i}/{n}: bare /healthz {agent.samples[-1]:.0f} ms (+runner {runner.samples[-1]:.0f}) | "
+                f"cold {c_ms:.0f} ms | pool {p_ms:.1f} ms (server {p_data['startupMs']} ms)"
+            )
+    return [agent, runner, cold, cold_srv, pool, pool_srv]
+
+
+@benchmark("pool_browser", "First browser call: pooled sandbox with Chromium prelaunched vs cold", default_n=5)
+async def bench_pool_browser(h: Harness, n: int) -> list[Series]:
+    """browser_goto about:blank as the first call of a sandbox: one from a pool with BOXWRIGHT_POOL_BROWSER
+    (Chromium launched while it waited) vs one from the harness's server (launched on this call), and
+    the second call of the cold one (the floor)."""
+    h.require_tools("browser_goto")
+    b = "pool_browser"
+    pre, cold, second = Series.group(
+        b,
+        "ms",
+        "first browser_goto, pooled + prelaunched",
+        "first browser_goto, cold sandbox (launches Chromium)",
+        "second browser_goto (warm)",
+    )
+    log = h.workdir / "pool-browser-server.log"
+    warm = await h.call("sandbox_create", {})  # makes the namespace network first (see pool_create)
+    env = {"BOXWRIGHT_POOL_SIZE": "1", "BOXWRIGHT_POOL_BROWSER": "true"}
+    async with extra_server(h, "pool-browser-server", h.server_command(), **env) as pooled:
+        await h.call("sandbox_destroy", {"sandboxId": warm["sandboxId"]})
+        for i in range(n):
+            await _until(lambda: log.read_text(errors="replace").count("ready (1 of 1)") > i, "the pool")  # noqa: B023
+            await anyio.sleep(SETTLE_S)  # Chromium's launch is in the background: let it finish
+            _, p_data = await client_call(pooled, "sandbox_create", {})
+            p_ms, _ = await client_call(
+                pooled, "browser_goto", {"sandboxId": p_data["sandboxId"], "url": "about:blank"}
+            )
+            await client_call(pooled, "sandbox_destroy", {"sandboxId": p_data["sandboxId"]})
+            c_data = await h.call("sandbox_create", {})
+            c_ms, _ = await h.timed_call("browser_goto", {"sandboxId": c_data["sandboxId"], "url": "about:blank"})
+            s_ms, _ = await h.timed_call("browser_goto", {"sandboxId": c_data["sandboxId"], "url": "about:blank"})
+            await h.call("sandbox_destroy", {"sandboxId": c_data["sandboxId"]})
+            pre.add(p_ms)
+            cold.add(c_ms)
+            second.add(s_ms)
+            progress(f"{b} {i + 1}/{n}: pooled+prelaunched {p_ms:.0f} ms, cold {c_ms:.0f} ms, second {s_ms:.0f} ms")
+    return [pre, cold, second]
+
+
+@benchmark("fast_path", "file_read 1 KiB via MCP vs the MCP SDK's no-op tool vs docker exec cat", default_n=50)
+async def bench_fast_path(h: Harness, n: int) -> list[Series]:
+    """The same 1 KiB file through file_read (MCP stdio), the official SDK's round trip for a tool that
+    does nothing (benchmarks/noop_server.py over stdio: the floor), and `docker exec cat`; interleaved."""
+    b = "fast_path"
+    sid, container = await h.shared_sandbox()
+    await h.call("file_write", {"sandboxId": sid, "path": "fast.txt", "content": "x" * 1024})
+    mcp, noop, cat = Series.group(
+        b, "ms", "file_read 1 KiB (MCP stdio)", "no-op tool, MCP SDK stdio (floor)", "docker exec cat (baseline)"
+    )
+    noop_cmd = [sys.executable, str(Path(__file__).with_name("noop_server.py"))]
+    async with extra_server(h, "noop-server", noop_cmd) as floor:
+        for i in range(n + 3):  # three uncounted warm-up rounds
+            m_ms, _ = await h.timed_call("file_read", {"sandboxId": sid, "path": "fast.txt"})
+            started = time.perf_counter()
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                await floor.call_tool("noop", {})
+            f_ms = (time.perf_counter() - started) * 1000
+            started = time.perf_counter()
+            code, _ = container.exec_run(["cat", "/workspace/fast.txt"], user="agent")
+            c_ms = (time.perf_counter() - started) * 1000
+            if code != 0:
+                raise BenchError(f"docker exec cat: exit {code}")
+            if i >= 3:
+                mcp.add(m_ms)
+                noop.add(f_ms)
+                cat.add(c_ms)
+    return [mcp, noop, cat]
+
+
+@benchmark("density", "Host memory per sandbox, idle and with a browser tab", default_n=1)
+async def bench_density(h: Harness, n: int) -> list[Series]:
+    """DENSITY_K sandboxes from sandbox_create: each one's memory (`docker stats` figure) after
+    SETTLE_S idle, then after browser_goto about:blank (Chromium launched, one tab); and how many such
+    sandboxes this host's RAM holds at that size (MemTotal / the mean)."""
+    b = "density"
+    idle, browsing = Series.group(
+        b, "MiB", "idle sandbox (agent + code runner): docker stats", "with one about:blank tab (Chromium launched)"
+    )
+    fit_idle, fit_browsing = Series.group(
+        b, "count", "sandboxes per host (MemTotal) at the idle size", "sandboxes per host with a tab"
+    )
+    total_mib = _mem_total_mib()
+    for _ in range(n):
+        sids = [(await h.call("sandbox_create", {}))["sandboxId"] for _ in range(DENSITY_K)]
+        try:
+            await anyio.sleep(SETTLE_S)
+            for sid in sids:
+                idle.add(h.container_memory(h.container_of(sid))["usage"])
+            if "browser_goto" in h.tools:
+                for sid in sids:
+                    await h.call("browser_goto", {"sandboxId": sid, "url": "about:blank"})
+                await anyio.sleep(SETTLE_S)
+                for sid in sids:
+                    browsing.add(h.container_memory(h.container_of(sid))["usage"])
+        finally:
+            for sid in sids:
+                await h.call("sandbox_destroy", {"sandboxId": sid})
+    fit_idle.add(total_mib / (sum(idle.samples) / len(idle.samples)))
+    if browsing.samples:
+        fit_browsing.add(total_mib / (sum(browsing.samples) / len(browsing.samples)))
+    progress(f"{b}: idle {idle.samples}, browsing {browsing.samples}")
+    return [s for s in (idle, browsing, fit_idle, fit_browsing) if s.samples]
+
+
+def _mem_total_mib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 @benchmark("browser_page", "browser_goto + browser_snapshot of a page served in the sandbox", default_n=20)

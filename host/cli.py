@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,11 +82,14 @@ def _ts(moment: datetime | None) -> str:
 def cmd_ls(args: argparse.Namespace, settings: Settings) -> int:
     from host import identity
     from host.sandboxes.locks import OwnershipLocks
+    from host.sandboxes.overlay import OverlayStore
 
     backend = args.make_backend(settings)
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
+    overlays = OverlayStore(settings.state_dir, settings.namespace)
     mine = identity.find(settings.state_dir)
-    rows = [("SANDBOX", "OWNER", "NAME", "STATUS", "NETWORK", "SERVER", "MANAGED", "CREATED", "EXPIRES")]
+    header = ("SANDBOX", "OWNER", "NAME", "STATUS", "NETWORK", "SERVER", "MANAGED", "CREATED", "EXPIRES")
+    rows, pooled = [header], [header]
     for info in backend.list_sandboxes(settings.namespace):
         lab = labels.decode(info.labels)
         if mine is not None and labels.made_by(info.labels, mine):
@@ -95,23 +98,31 @@ def cmd_ls(args: argparse.Namespace, settings: Settings) -> int:
             locks.release(info.sandbox_id, forget=False)
         else:
             server, managed = lab.server_id or "(older version)", "?"
-        rows.append(
-            (
-                info.sandbox_id,
-                lab.owner or "?",
-                lab.name or "-",
-                info.status,
-                lab.network or "?",
-                server,
-                managed,
-                _ts(lab.created_at),
-                _ts(lab.expires_at),
-            )
+        # What changed since the labels were written (a pooled sandbox's claim, a longer TTL) is in its overlay.
+        over = overlays.load(info.sandbox_id)
+        row = (
+            info.sandbox_id,
+            over.owner if over else ("-" if lab.pooled else lab.owner or "?"),
+            (over.name if over else lab.name) or "-",
+            info.status,
+            lab.network or "?",
+            server,
+            managed,
+            _ts(over.createdAt if over else lab.created_at),
+            _ts(over.expiresAt if over else lab.expires_at),
         )
+        (pooled if lab.pooled and over is None else rows).append(row)
+    _print_table(rows)
+    if len(pooled) > 1:
+        print(f"\nwarm pool (ready, never used): {len(pooled) - 1}")
+        _print_table(pooled)
+    return 0
+
+
+def _print_table(rows: Sequence[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    return 0
 
 
 def cmd_rm(args: argparse.Namespace, settings: Settings) -> int:

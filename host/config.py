@@ -54,9 +54,20 @@ class Settings(EnvSettings):
     )
     max_sandboxes: int = Field(20, ge=1, description="Sandboxes of this server, all owners together")
     max_sandboxes_per_owner: int = Field(5, ge=1, description="Sandboxes of one owner")
+    max_memory_per_owner: str | None = Field(
+        None,
+        pattern=r"^\s*[0-9]+(\.[0-9]+)?\s*[bkmgtBKMGT]?\s*$",
+        description="Memory limits of one owner's sandboxes together, e.g. `8g` (default: no total)",
+    )
+    max_cpus_per_owner: float | None = Field(
+        None, gt=0, description="CPU limits of one owner's sandboxes together (default: no total)"
+    )
     default_ttl: int = Field(3600, ge=10, description="Seconds a sandbox lives when sandbox_create names no TTL")
     max_ttl: int = Field(24 * 3600, ge=10, description="Seconds a sandbox may live at most")
-    idle_timeout: int = Field(0, ge=0, description="Destroy sandboxes unused this many seconds (0: never)")
+    idle_timeout: int = Field(0, ge=0, description="Destroy (or pause) sandboxes unused this many seconds (0: never)")
+    idle_action: Literal["destroy", "pause"] = Field(
+        "destroy", description="What the idle timeout does: `destroy`, or `pause` (resumed by the next call)"
+    )
     startup_timeout: float = Field(60.0, gt=0, description="Seconds from create to agent and code runner ready")
     reap_interval: float = Field(
         15.0, gt=0, description="Seconds between checks of TTLs and dead containers, and sweeps of expired runs"
@@ -68,6 +79,21 @@ class Settings(EnvSettings):
     )
     network: Literal["public", "none"] = Field(
         "public", description="Network mode of a sandbox created without one (`allowlist` needs hosts)"
+    )
+    pool_size: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="Sandboxes kept started and ready for sandbox_create and template runs, of the default "
+        "network mode (0: no pool); on top of BOXWRIGHT_MAX_SANDBOXES",
+    )
+    pool_browser: bool = Field(
+        False,
+        description="Pooled sandboxes launch Chromium ahead (about 165 MB more each), so a claimed one's first "
+        "browser call skips the launch",
+    )
+    pool_concurrency: int = Field(
+        1, ge=1, le=8, description="Pooled sandboxes started at once while the pool refills (live creates go first)"
     )
     internal_allow_hosts: Annotated[list[str] | None, NoDecode] = Field(
         None,

@@ -35,6 +35,9 @@ ALLOW_HOSTS = PREFIX + "allow-hosts"  # with mode allowlist: the entries, comma-
 WORKSPACE_MB = PREFIX + "workspace-mb"  # the workspace's size limit (absent: none)
 ROLE = PREFIX + "role"  # on helper containers that are not sandboxes (the network guard)
 JOB = PREFIX + "job"  # on a throw-away sandbox made for one job (a template run): the job's id
+# "1" on a sandbox started for the warm pool: its owner, name, TTL and token are set when it is claimed
+# and kept in the state dir (host.sandboxes.overlay), since labels cannot change.
+POOL = PREFIX + "pool"
 # What the seal covers: every label `encode` writes but the seal itself.
 SEALED = frozenset(
     {
@@ -51,6 +54,7 @@ SEALED = frozenset(
         ALLOW_HOSTS,
         JOB,
         WORKSPACE_MB,
+        POOL,
     }
 )
 
@@ -70,6 +74,7 @@ class SandboxLabels:
     network: str | None  # absent on sandboxes from before network modes
     allow_hosts: tuple[str, ...]
     job: str | None = None  # set on throw-away sandboxes made for a job
+    pooled: bool = False  # started for the warm pool (host.sandboxes.pool)
     workspace_mb: int | None = None
 
 
@@ -91,6 +96,8 @@ def encode(rec: SandboxRecord, namespace: str, identity: ServerIdentity) -> dict
         out[ALLOW_HOSTS] = ",".join(rec.allow_hosts)
     if rec.job:
         out[JOB] = rec.job
+    if rec.pooled:
+        out[POOL] = "1"
     if rec.workspace_mb:
         out[WORKSPACE_MB] = str(rec.workspace_mb)
     assert SEALED.issuperset(out), "a new label must be added to SEALED"
@@ -115,6 +122,7 @@ def decode(labels: Mapping[str, str]) -> SandboxLabels:
         network=labels.get(NETWORK),
         allow_hosts=tuple(h for h in labels.get(ALLOW_HOSTS, "").split(",") if h),
         job=labels.get(JOB),
+        pooled=labels.get(POOL) == "1",
         workspace_mb=int(labels[WORKSPACE_MB]) if labels.get(WORKSPACE_MB, "").isdigit() else None,
     )
 

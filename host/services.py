@@ -1,6 +1,7 @@
 """The host's object graph — settings, backend, image, sandbox manager, template runs — and its
-background work (TTL reaper, run sweeper, image pre-build). Every entry point (stdio, HTTP, CLI, tests) runs inside
-`Services.running()`, so sandboxes are reconciled on start and cleaned up on stop exactly once."""
+background work (TTL reaper, warm pool refill, run sweeper, image pre-build). Every entry point
+(stdio, HTTP, CLI, tests) runs inside `Services.running()`, so sandboxes are reconciled on start and
+cleaned up on stop exactly once."""
 
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ class Services:
         self.manager = SandboxManager(settings, backend, image_provider=self.image.ensure if self.image else None)
         self.jobs = JobSandboxes(self.manager)
         self.runs = RunManager(settings, self.manager, self.jobs)
+        self.manager.activity.sources.append(self.runs.uses_sandbox)  # the idle timeout keeps their sandboxes
         self._prebuild = prebuild_image and self.image is not None
 
     @asynccontextmanager
@@ -80,6 +82,7 @@ class Services:
             async with anyio.create_task_group() as tg:
                 await tg.start(self.runs.serve)
                 tg.start_soon(self.manager.run_reaper)
+                tg.start_soon(self.manager.pool.run)
                 if self._prebuild:
                     tg.start_soon(self._prebuild_image)
                 try:

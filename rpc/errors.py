@@ -81,6 +81,7 @@ class ErrorCode(StrEnum):
     SANDBOX_NOT_FOUND = "SANDBOX_NOT_FOUND"
     SANDBOX_NOT_RUNNING = "SANDBOX_NOT_RUNNING"
     SANDBOX_LIMIT_REACHED = "SANDBOX_LIMIT_REACHED"
+    QUOTA_EXCEEDED = "QUOTA_EXCEEDED"  # an owner's memory or CPU total (the count is SANDBOX_LIMIT_REACHED)
     SANDBOX_START_FAILED = "SANDBOX_START_FAILED"
     SANDBOX_START_TIMEOUT = "SANDBOX_START_TIMEOUT"
     NO_DEFAULT_SANDBOX = "NO_DEFAULT_SANDBOX"
@@ -200,6 +201,8 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     ErrorCode.SANDBOX_NOT_FOUND: "call sandbox_list to see your sandboxes, or sandbox_create to make one",
     ErrorCode.SANDBOX_NOT_RUNNING: "the sandbox stopped: destroy it and call sandbox_create",
     ErrorCode.SANDBOX_LIMIT_REACHED: "destroy a sandbox you no longer need with sandbox_destroy",
+    ErrorCode.QUOTA_EXCEEDED: "destroy a sandbox you no longer need with sandbox_destroy, or ask the operator "
+    "for a larger quota",
     ErrorCode.SANDBOX_START_FAILED: "see details; check `boxwright doctor`, then retry sandbox_create",
     ErrorCode.SANDBOX_START_TIMEOUT: "the sandbox did not become ready in time; retry, or check `boxwright doctor`",
     ErrorCode.NO_DEFAULT_SANDBOX: "call sandbox_create first (or pass sandboxId)",

@@ -10,7 +10,16 @@ from rpc.models import code as c
 from rpc.models import files as f
 from rpc.models import tasks as t
 from rpc.models.base import Params, Result
-from rpc.models.sandbox import SandboxInfoParams, SandboxInfoResult
+from rpc.models.sandbox import (
+    SandboxActivityParams,
+    SandboxActivityResult,
+    SandboxClaimParams,
+    SandboxClaimResult,
+    SandboxExtendParams,
+    SandboxExtendResult,
+    SandboxInfoParams,
+    SandboxInfoResult,
+)
 from rpc.models.scrape import ScrapePageParams, ScrapePageResult
 
 P = TypeVar("P", bound=Params)
@@ -26,6 +35,12 @@ class Method(Generic[P, R]):
 
 
 SANDBOX_INFO = Method("sandbox.info", SandboxInfoParams, SandboxInfoResult, 5_000)
+# Once, on a sandbox started for the warm pool, authenticated with the pool's token (host.sandboxes.pool).
+SANDBOX_CLAIM = Method("sandbox.claim", SandboxClaimParams, SandboxClaimResult, 5_000)
+# What keeps a sandbox busy though nobody called it lately (host.sandboxes.activity asks before idling it).
+# A new expiry for the agent's own end (sandbox_image.lifetime), when the host extends a sandbox's TTL.
+SANDBOX_EXTEND = Method("sandbox.extend", SandboxExtendParams, SandboxExtendResult, 5_000)
+SANDBOX_ACTIVITY = Method("sandbox.activity", SandboxActivityParams, SandboxActivityResult, 5_000)
 CODE_RUN = Method("code.run", c.CodeRunParams, c.CodeRunResult)
 PROCESS_LIST = Method("process.list", c.ProcessListParams, c.ProcessListResult, 5_000)
 PROCESS_OUTPUT = Method("process.output", c.ProcessOutputParams, c.ProcessOutputResult)
@@ -94,6 +109,9 @@ TASKS: tuple[Method, ...] = (TASK_TEMPLATES, TASK_START, TASK_STATUS, TASK_CANCE
 
 ALL: tuple[Method, ...] = (
     SANDBOX_INFO,
+    SANDBOX_CLAIM,
+    SANDBOX_ACTIVITY,
+    SANDBOX_EXTEND,
     CODE_RUN,
     PROCESS_LIST,
     PROCESS_OUTPUT,

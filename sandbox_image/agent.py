@@ -10,7 +10,7 @@ import pwd
 from aiohttp import web
 
 from rpc.models.sandbox import Health
-from sandbox_image import browser, files, info, tasks
+from sandbox_image import activity, browser, claim, files, info, tasks
 from sandbox_image.auth import TokenAuth
 from sandbox_image.code import client as code_client
 from sandbox_image.config import SandboxSettings
@@ -35,11 +35,14 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
         group=settings.runner_socket_group,
     )
 
+    auth = TokenAuth(settings.agent_token_sha256())
     info.register(dispatcher, workspace=settings.workspace, runner=runner)
+    claim.register(dispatcher, auth=auth, pooled=settings.pooled, workspace=settings.workspace, runner=runner)
     files.register(dispatcher, files.Workspace(settings.workspace))
     code_client.register(dispatcher, runner)
     browser_service = browser.register(dispatcher, settings)
     task_service = tasks.register(dispatcher, browser_service)
+    activity.register(dispatcher, runner=runner, runs=task_service.runs)
     scrape_service.register(dispatcher, browser_service)
 
     async def health() -> Health:
@@ -48,7 +51,7 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
     app = build_app(
         dispatcher,
         health=health,
-        auth=TokenAuth(settings.agent_token_sha256()),
+        auth=auth,
         max_body_bytes=settings.max_body_bytes,
     )
 

@@ -25,6 +25,9 @@ class SandboxSettings(EnvSettings):
         pattern=r"^[0-9a-f]{64}$",
         description="SHA-256 (hex) of the agent's bearer token; the agent refuses to start without it",
     )
+    pooled: bool = Field(
+        False, description="Started for the server's warm pool: accepts one sandbox.claim, which replaces its token"
+    )
     host: str = Field("0.0.0.0", description="Address the agent listens on inside the container")
     port: int = Field(AGENT_PORT, gt=0, lt=65536, description="Port the agent listens on")
     workspace: str = Field("/workspace", description="The workspace every file path is confined to")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -53,6 +54,8 @@ class Dispatcher:
         self.name = name
         self.log = logging.getLogger(f"boxwright.{name}.rpc")
         self._handlers: dict[str, _Registration] = {}
+        # Calls that reached a handler, by method: a pooled sandbox proves it served nobody before its claim.
+        self.served: Counter[str] = Counter()
 
     def register(self, method: Method[P, R], handler: Handler[P, R]) -> None:
         """Serve `method` with `handler(params, deadline)`; each method has exactly one handler."""
@@ -116,6 +119,7 @@ class Dispatcher:
                 details={"method": request.method, "knownMethods": self.method_names},
             )
         method = registration.method
+        self.served[method.name] += 1
         params = dict(request.params)
         deadline, budget_ms = self._deadline(method, params, received_at)
         try:

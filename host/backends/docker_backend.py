@@ -77,6 +77,7 @@ class DockerBackend(SandboxBackend):
     def __init__(self, settings: Settings, client: docker.DockerClient | None = None) -> None:
         self.settings = settings
         self.client = client or docker_client()
+        self._network_lock = threading.Lock()
         self.disks = WorkspaceDisks(
             self.client,
             settings.workspace_quota,
@@ -108,20 +109,27 @@ class DockerBackend(SandboxBackend):
         """One bridge network per namespace, inter-container communication off. Not cached: another
         server of the namespace removes it when its last sandbox goes."""
         name = self.network_name
-        existing = self.client.networks.list(names=[name])
-        if not existing:
-            try:
-                self.client.networks.create(
-                    name,
-                    driver="bridge",
-                    check_duplicate=True,
-                    options={"com.docker.network.bridge.enable_icc": "false"},
-                    labels={labels.NAMESPACE: self.settings.namespace},
-                )
-            except docker.errors.APIError as exc:  # a concurrent server created it first
-                if not self.client.networks.list(names=[name]):
-                    raise _start_failed(f"cannot create network {name}", exc) from exc
+        # One at a time in this server: two starts at once (a create while the warm pool refills) would
+        # otherwise both make it, and the engine's duplicate check is racy — two networks of one name,
+        # after which every start fails with "network … is ambiguous".
+        with self._network_lock:
+            if not self._network_exists(name):
+                try:
+                    self.client.networks.create(
+                        name,
+                        driver="bridge",
+                        check_duplicate=True,
+                        options={"com.docker.network.bridge.enable_icc": "false"},
+                        labels={labels.NAMESPACE: self.settings.namespace},
+                    )
+                except docker.errors.APIError as exc:  # a concurrent server created it first
+                    if not self._network_exists(name):
+                        raise _start_failed(f"cannot create network {name}", exc) from exc
         return name
+
+    def _network_exists(self, name: str) -> bool:
+        """The engine's name filter matches substrings (namespace `a` would find `a-b`'s network): compare."""
+        return any(net.name == name for net in self.client.networks.list(names=[name]))
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, spec: StartSpec) -> ContainerInfo:
@@ -272,6 +280,25 @@ class DockerBackend(SandboxBackend):
             return None
         return self._info(container)
 
+    def freeze(self, container_id: str) -> None:
+        self._freezer(container_id, pause=True)
+
+    def thaw(self, container_id: str) -> None:
+        self._freezer(container_id, pause=False)
+
+    def _freezer(self, container_id: str, *, pause: bool) -> None:
+        try:
+            container = self.client.containers.get(container_id)
+            container.pause() if pause else container.unpause()
+        except docker.errors.NotFound as exc:
+            raise BoxwrightError(ErrorCode.SANDBOX_NOT_FOUND, "the sandbox's container is gone") from exc
+        except docker.errors.APIError as exc:  # e.g. not running, or already (un)paused
+            raise BoxwrightError(
+                ErrorCode.SANDBOX_NOT_RUNNING,
+                f"the engine cannot {'pause' if pause else 'resume'} the sandbox",
+                details={"cause": str(exc)[:300]},
+            ) from exc
+
     def remove(self, sandbox_id: str, container_id: str | None) -> None:
         """Remove the container and its workspace volume; a no-op for what is already gone."""
         if container_id:
@@ -298,6 +325,8 @@ class DockerBackend(SandboxBackend):
     def remove_network_if_unused(self) -> None:
         """Drop the namespace network once no container uses it (throw-away namespaces would pile up)."""
         for net in self.client.networks.list(names=[self.network_name]):
+            if net.name != self.network_name:  # the filter matches substrings: another namespace's
+                continue
             net.reload()
             if not net.attrs.get("Containers"):
                 with contextlib.suppress(docker.errors.APIError):  # raced by a new sandbox: keep it

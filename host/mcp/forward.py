@@ -58,8 +58,12 @@ def forward_tool(
         if guard is not None:
             guard(inv)
         params = method.params.model_validate(inv.args.model_dump(exclude={"sandboxId"}, exclude_unset=True))
-        rec, result = await manager.call(inv.caller, inv.args.sandboxId, method, params, LADDER.rpc(inv.deadline))
-        out = ToolOutput(result=result, summary=f"{name} ok: {summary(params, result)}", sandbox_id=rec.id)
+        rpc_deadline = LADDER.rpc(inv.deadline)
+        # A paused sandbox is resumed first, and the summary says so.
+        resumed = await manager.wake(inv.caller, inv.args.sandboxId, rpc_deadline)
+        rec, result = await manager.call(inv.caller, inv.args.sandboxId, method, params, rpc_deadline)
+        note = " (sandbox resumed from pause)" if resumed else ""
+        out = ToolOutput(result=result, summary=f"{name} ok: {summary(params, result)}{note}", sandbox_id=rec.id)
         return present(out) if present is not None else out
 
     def budget_s(args: Any) -> float:

@@ -83,6 +83,13 @@ class RunManager:
         self._tg: anyio.abc.TaskGroup | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
+    def uses_sandbox(self, sandbox_id: str) -> bool:
+        """Whether a run in flight (queued or running) works in that sandbox: the idle timeout keeps it."""
+        return any(
+            (live.sandbox is not None and live.sandbox.id == sandbox_id) or live.record.sandbox_id == sandbox_id
+            for live in self._live.values()
+        )
+
     async def start(self) -> None:
         """Load the store and apply the restart rule; call after the sandbox manager has started (it has
         adopted what the previous server left, job sandboxes included)."""

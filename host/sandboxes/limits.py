@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from host.config import Settings
 from host.sandboxes.models import Caller
+from host.sandboxes.quota import check_quota
 from host.sandboxes.registry import SandboxRegistry
 from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 
 
 def check_capacity(settings: Settings, registry: SandboxRegistry, caller: Caller) -> None:
-    """SANDBOX_LIMIT_REACHED when the server, or this caller, has no room for one more sandbox."""
+    """SANDBOX_LIMIT_REACHED when the server, or this caller, has no room for one more sandbox;
+    QUOTA_EXCEEDED when it would take the caller past their memory or CPU total."""
     if len(registry) >= settings.max_sandboxes:
         raise BoxwrightError(
             ErrorCode.SANDBOX_LIMIT_REACHED,
@@ -23,6 +25,7 @@ def check_capacity(settings: Settings, registry: SandboxRegistry, caller: Caller
             f"you already have {mine} sandboxes (limit {settings.max_sandboxes_per_owner})",
             details={"limit": settings.max_sandboxes_per_owner, "scope": "owner"},
         )
+    check_quota(settings, registry, caller)
 
 
 def workspace_mb(settings: Settings, requested: int | None) -> int | None:

@@ -25,19 +25,25 @@ from host.backends.base import SandboxBackend, StartSpec
 from host.config import Settings
 from host.identity import ServerIdentity, load_or_create
 from host.sandboxes import limits
+from host.sandboxes.activity import Activity
+from host.sandboxes.freezer import Freezer
 from host.sandboxes.limits import check_capacity, ttl_seconds
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from host.sandboxes.network import apply_network_policy
 from host.sandboxes.network import complete as complete_policy
+from host.sandboxes.overlay import Overlay, OverlayStore
+from host.sandboxes.pool import WarmPool
 from host.sandboxes.readiness import Readiness, diagnose, status_of
 from host.sandboxes.reconcile import Reconciler
 from host.sandboxes.registry import SandboxRegistry
+from rpc import methods
 from rpc.agent import agent_env
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, Category, ErrorCode
 from rpc.methods import Method, P, R
 from rpc.models.network import NetworkPolicy
+from rpc.models.sandbox import SandboxExtendParams
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +51,7 @@ ImageProvider = Callable[[], Awaitable[str]]
 Progress = Callable[[int, str], Awaitable[None]]  # (step 1..CREATE_STEPS, message)
 CREATE_STEPS = 4
 LOG_TAIL_CHARS = 2000
+EXTEND_TIMEOUT_S = 10.0
 
 
 def _boxwright_error_in(exc: BaseException) -> BoxwrightError | None:
@@ -73,9 +80,17 @@ class SandboxManager:
         self._image_provider = image_provider
         self.registry = SandboxRegistry(OwnershipLocks(settings.state_dir, settings.namespace))
         self.readiness = Readiness(backend, self.agent)
+        self.overlays = OverlayStore(settings.state_dir, settings.namespace)
         self.reconciler = Reconciler(
-            settings, self.identity, backend, self.registry, self.readiness, self._remove_orphan
+            settings, self.identity, backend, self.registry, self.readiness, self._remove_orphan, overlays=self.overlays
         )
+        self.pool = WarmPool(self)
+        self.freezer = Freezer(backend, self.readiness)
+        self.activity = Activity(self.agent)
+        self.reconciler.pool = self.pool
+        self.creating = 0  # live creates in flight (the pool's refill waits for them)
+        self._no_creates = anyio.Event()
+        self._no_creates.set()
 
     # -- lifecycle of the manager ------------------------------------------------------------
     async def start(self) -> None:
@@ -83,12 +98,15 @@ class SandboxManager:
         await self.reconcile()
 
     async def close(self) -> None:
-        """On server shutdown: destroy what we manage, or hand it over (release locks) if keeping."""
+        """On server shutdown: destroy what we manage (the warm pool drained too), or hand it over
+        (release locks) if keeping."""
         if self.settings.keep_on_exit:
+            self.pool.hand_over()
             self.registry.hand_over()
         else:
             with anyio.CancelScope(shield=True):
                 async with anyio.create_task_group() as tg:
+                    tg.start_soon(self.pool.drain)
                     for rec in self.registry:
                         tg.start_soon(self._remove, rec, "server shutdown")
                 await anyio.to_thread.run_sync(self.backend.remove_network_if_unused)
@@ -119,7 +137,8 @@ class SandboxManager:
         job: str | None = None,
     ) -> SandboxRecord:
         """A new sandbox of `caller`, which becomes their default — unless it is a throw-away sandbox
-        for `job` (see host.sandboxes.jobs), labelled so that a restarted server can tell."""
+        for `job` (see host.sandboxes.jobs), labelled so that a restarted server can tell. Taken from
+        the warm pool when it has one of the asked network mode, else started cold."""
 
         async def step(n: int, message: str) -> None:
             if progress is not None:
@@ -129,52 +148,127 @@ class SandboxManager:
         check_capacity(s, self.registry, caller)
         ttl = ttl_seconds(s, ttl_s)
         workspace = limits.workspace_mb(s, workspace_mb)
-        now = datetime.now(UTC).replace(microsecond=0)
-        sid = "sbx_" + secrets.token_hex(6)
         network = network or NetworkPolicy(mode=s.network)
         # Before anything starts: a caller may not allowlist internal addresses without the operator's say.
         await complete_policy(self.backend, s, network.mode, network.allowHosts)
-        rec = SandboxRecord(
+        started = time.monotonic()
+        self._begin_create()
+        try:
+            rec = None
+            if self.pool.serves(network, workspace):
+                rec = await self.pool.claim(caller, name=name, ttl_s=ttl, job=job)
+            if rec is None:
+                rec = self.new_record(
+                    caller.owner, name=name, ttl_s=ttl, network=network, job=job, workspace_mb=workspace
+                )
+                if not self.registry.claim(rec.id):  # pragma: no cover - fresh random id
+                    raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision; retry")
+                self.registry.add(rec)  # reserves the slot against concurrent creates
+                await self.start_container(rec, deadline or Deadline.after(s.startup_timeout), step)
+            else:
+                await step(CREATE_STEPS, "ready (from the warm pool)")
+        finally:
+            self._end_create()
+        if job is None:
+            self.registry.make_default(caller, rec.id)
+        log.info(
+            "sandbox created id=%s owner=%s container=%s endpoint=%s ttl=%ss in %.2fs%s%s",
+            rec.id,
+            caller.owner,
+            (rec.container_id or "")[:12],
+            rec.endpoint.base_url if rec.endpoint else "-",
+            ttl,
+            time.monotonic() - started,
+            " from the pool" if rec.pooled else "",
+            f" for job {job}" if job else "",
+        )
+        return rec
+
+    def _begin_create(self) -> None:
+        self.creating += 1
+        if self.creating == 1:
+            self._no_creates = anyio.Event()
+
+    def _end_create(self) -> None:
+        self.creating -= 1
+        if self.creating == 0:
+            self._no_creates.set()
+
+    async def no_live_creates(self) -> None:
+        """Wait until no sandbox_create (or job sandbox) is in flight."""
+        while self.creating:
+            await self._no_creates.wait()
+
+    def new_record(
+        self,
+        owner: str,
+        *,
+        name: str | None,
+        ttl_s: int,
+        network: NetworkPolicy,
+        job: str | None = None,
+        pooled: bool = False,
+        workspace_mb: int | None = None,
+    ) -> SandboxRecord:
+        """The record of a sandbox about to be started, with a fresh id and its token (derived)."""
+        now = datetime.now(UTC).replace(microsecond=0)
+        sid = "sbx_" + secrets.token_hex(6)
+        ns = self.settings.namespace
+        return SandboxRecord(
             id=sid,
-            owner=caller.owner,
+            owner=owner,
             name=name,
-            image=s.image,
+            image=self.settings.image,
             created_at=now,
-            expires_at=now + timedelta(seconds=ttl),
-            token=self.identity.sandbox_token(s.namespace, sid),
-            runner_secret=self.identity.runner_secret(s.namespace, sid),
+            expires_at=now + timedelta(seconds=ttl_s),
+            token=self.identity.sandbox_token(ns, sid),
+            runner_secret=self.identity.runner_secret(ns, sid),
             network=network.mode,
             allow_hosts=list(network.allowHosts),
             job=job,
-            workspace_mb=workspace,
+            pooled=pooled,
+            workspace_mb=workspace_mb,
         )
-        if not self.registry.claim(sid):  # pragma: no cover - fresh random id
-            raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision; retry")
-        self.registry.add(rec)  # reserves the slot against concurrent creates
-        started = time.monotonic()
+
+    async def start_container(self, rec: SandboxRecord, deadline: Deadline, step: Progress | None = None) -> None:
+        """Start `rec`'s container (its lock is claimed) and wait until it is ready; on any failure it is
+        removed again and the error says why."""
+
+        async def report(n: int, message: str) -> None:
+            if step is not None:
+                await step(n, message)
+
+        s = self.settings
         try:
             if self._image_provider is not None:  # may build the image on first use
-                await step(1, "checking the sandbox image (built on first use)")
+                await report(1, "checking the sandbox image (built on first use)")
                 rec.image = await self._image_provider()
-            deadline = deadline or Deadline.after(s.startup_timeout)
-            await step(2, "starting the container")
+            await report(2, "starting the container")
+            prelaunch = rec.pooled and s.pool_browser
+            env = agent_env(
+                rec.token,
+                rec.runner_secret,
+                expires_at=int(rec.expires_at.timestamp()),
+                pooled=rec.pooled,
+                browser_prelaunch=prelaunch,
+            )
             spec = StartSpec(
-                sandbox_id=sid,
+                sandbox_id=rec.id,
                 image=rec.image,
                 labels=labels.encode(rec, s.namespace, self.identity),
-                env=agent_env(rec.token, rec.runner_secret, expires_at=int(rec.expires_at.timestamp())),
+                env=env,
                 server_id=self.identity.server_id,
                 workspace_mb=rec.workspace_mb,
             )
             rec.attach(await anyio.to_thread.run_sync(self.backend.start, spec))
-            await step(3, "applying the network policy; waiting for the agent and the code runner")
+            await report(3, "applying the network policy; waiting for the agent and the code runner")
             # A fresh container has no code runner yet; it needs nothing from the agent, so both boot
             # in parallel instead of one after the other, while the network guard loads the policy.
             # Nothing untrusted runs before all three are done: the caller gets the id only then.
             async with anyio.create_task_group() as tg:
                 tg.start_soon(apply_network_policy, self.backend, s, rec, self.identity.server_id)
                 await self.readiness.start_runner(rec, deadline)
-            await step(4, "ready")
+            await report(4, "ready")
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 logs = (
@@ -197,19 +291,6 @@ class SandboxManager:
                 ) from exc
             raise
         rec.status = SandboxStatus.RUNNING
-        if job is None:
-            self.registry.make_default(caller, sid)
-        log.info(
-            "sandbox created id=%s owner=%s container=%s endpoint=%s ttl=%ss in %.2fs%s",
-            sid,
-            caller.owner,
-            (rec.container_id or "")[:12],
-            rec.endpoint.base_url if rec.endpoint else "-",
-            ttl,
-            time.monotonic() - started,
-            f" for job {job}" if job else "",
-        )
-        return rec
 
     async def destroy(
         self, caller: Caller, sandbox_id: str | None, *, reason: str = "destroyed by owner"
@@ -218,12 +299,55 @@ class SandboxManager:
         await self._remove(rec, reason)
         return rec
 
+    async def keepalive(self, caller: Caller, sandbox_id: str | None, ttl_s: int | None = None) -> SandboxRecord:
+        """Count the sandbox as used now and let it live `ttl_s` (default: the default TTL) from now, never
+        past its creation + the maximum TTL and never shorter than it already had. Labels cannot change,
+        so the new expiry is kept in its overlay (read back after a restart). The agent, which ends its
+        sandbox itself at the expiry it knows, is told first — a paused sandbox is resumed for that."""
+        rec = self.resolve(caller, sandbox_id)
+        now = datetime.now(UTC).replace(microsecond=0)
+        ceiling = self.max_expiry(rec)
+        wanted = now + timedelta(seconds=ttl_seconds(self.settings, ttl_s))
+        expires_at = max(rec.expires_at, min(wanted, ceiling))
+        extend = SandboxExtendParams(expiresAt=int(expires_at.timestamp()))
+        await self.call(caller, rec.id, methods.SANDBOX_EXTEND, extend, Deadline.after(EXTEND_TIMEOUT_S))
+        rec.expires_at = expires_at
+        self.overlays.save(rec.id, Overlay.of(rec))
+        return rec
+
+    def max_expiry(self, rec: SandboxRecord) -> datetime:
+        return rec.created_at + timedelta(seconds=self.settings.max_ttl)
+
+    # -- pause / resume (host.sandboxes.freezer) --------------------------------------------
+    async def pause(self, caller: Caller, sandbox_id: str | None) -> tuple[SandboxRecord, bool]:
+        """Freeze the caller's sandbox; (record, False) when it already was paused."""
+        rec = self.resolve(caller, sandbox_id)
+        return rec, await self.freezer.pause(rec, "by its owner")
+
+    async def resume(
+        self, caller: Caller, sandbox_id: str | None, deadline: Deadline | None = None
+    ) -> tuple[SandboxRecord, bool]:
+        """Thaw the caller's sandbox; (record, False) when it was not paused."""
+        rec = self.resolve(caller, sandbox_id)
+        return rec, await self.freezer.resume(rec, deadline)
+
+    async def wake(self, caller: Caller, sandbox_id: str | None, deadline: Deadline | None = None) -> bool:
+        """Before a call: resume the sandbox if Boxwright paused it (one paused behind its back is left
+        alone); True when it did."""
+        rec = self.resolve(caller, sandbox_id)
+        if rec.status is SandboxStatus.PAUSED and rec.paused_at is not None:
+            return await self.freezer.resume(rec, deadline)
+        return False
+
     # -- calls into a sandbox ----------------------------------------------------------------
     async def call(
         self, caller: Caller, sandbox_id: str | None, method: Method[P, R], params: P, deadline: Deadline
     ) -> tuple[SandboxRecord, R]:
+        """The method's result from the sandbox's agent; a sandbox this server paused is resumed first
+        (tools that want to say so call `wake` before)."""
         rec = self.resolve(caller, sandbox_id)
-        # A paused sandbox is still tried (the status may be stale); it ends in RPC_TIMEOUT.
+        await self.wake(caller, rec.id, deadline)
+        # A sandbox paused behind our back is still tried (the status may be stale); it ends in RPC_TIMEOUT.
         if rec.status not in (SandboxStatus.RUNNING, SandboxStatus.PAUSED) or rec.endpoint is None:
             raise BoxwrightError(
                 ErrorCode.SANDBOX_NOT_RUNNING,
@@ -231,6 +355,16 @@ class SandboxManager:
                 details={"sandboxId": rec.id, "status": rec.status.value},
             )
         rec.last_used = datetime.now(UTC)
+        with self.activity.call(rec):
+            try:
+                return await self._call(rec, method, params, deadline)
+            finally:
+                rec.last_used = datetime.now(UTC)  # a long call counts as use until it ends
+
+    async def _call(
+        self, rec: SandboxRecord, method: Method[P, R], params: P, deadline: Deadline
+    ) -> tuple[SandboxRecord, R]:
+        assert rec.endpoint is not None
         try:
             try:
                 return rec, await self.agent.call(rec.endpoint, method, params, deadline)
@@ -264,11 +398,30 @@ class SandboxManager:
         for rec in self.registry:
             if rec.status is SandboxStatus.STARTING:
                 continue
-            if now >= rec.expires_at:
+            if now >= rec.expires_at:  # the hard limit: paused or busy, it goes
                 await self._remove(rec, "TTL expired")
-            elif idle and (now - rec.last_used).total_seconds() > idle:
-                await self._remove(rec, "idle timeout")
+            elif idle and rec.status is SandboxStatus.RUNNING and (now - rec.last_used).total_seconds() > idle:
+                await self._on_idle(rec)
         await self.reconcile()
+
+    async def _on_idle(self, rec: SandboxRecord) -> None:
+        """No call for the idle timeout: unless work still runs in it (host.sandboxes.activity), it is
+        paused (BOXWRIGHT_IDLE_ACTION=pause) or removed. A paused sandbox is never idle-removed: only
+        its TTL ends it."""
+        busy = await self.activity.busy(rec)
+        if busy is not None:
+            rec.last_used = datetime.now(UTC)  # counts as used now: idle again only a full timeout later
+            log.info("sandbox %s is idle but busy (%s): kept", rec.id, busy)
+            return
+        if rec.status is not SandboxStatus.RUNNING:
+            return
+        if self.settings.idle_action == "pause":
+            try:
+                await self.freezer.pause(rec, "idle timeout")
+            except BoxwrightError as exc:
+                log.warning("could not pause idle sandbox %s: %s", rec.id, exc.message)
+        else:
+            await self._remove(rec, "idle timeout")
 
     async def reconcile(self) -> None:
         """Adopt or remove sandboxes of this namespace that no live server manages."""
@@ -290,6 +443,8 @@ class SandboxManager:
                 await anyio.to_thread.run_sync(self.backend.remove, rec.id, rec.container_id)
             finally:
                 self.registry.forget(rec, tombstone=tombstone)
+                self.overlays.delete(rec.id)
+                self.freezer.forget(rec)
         log.info("sandbox %s removed (%s)", rec.id, reason)
 
     async def _remove_orphan(self, rec: SandboxRecord, reason: str) -> None:

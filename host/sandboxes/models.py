@@ -54,6 +54,10 @@ class SandboxRecord:
     # The job (a template run) this throw-away sandbox was made for; None for ordinary sandboxes and
     # once a job keeps its sandbox (host.sandboxes.jobs).
     job: str | None = None
+    # Started for the warm pool (its labels say so for good, claimed or not): what changed at its claim
+    # lives in host.sandboxes.overlay.
+    pooled: bool = False
+    paused_at: datetime | None = None  # when this server paused it (host.sandboxes.freezer)
 
     def attach(self, info: ContainerInfo) -> None:
         """Bind the record to its container (and, once the port is published, the agent's endpoint)."""

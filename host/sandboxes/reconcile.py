@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
@@ -25,10 +26,17 @@ from host.config import Settings
 from host.identity import ServerIdentity
 from host.sandboxes.models import SandboxRecord, SandboxStatus
 from host.sandboxes.network import apply_network_policy
+from host.sandboxes.overlay import OverlayStore
+from host.sandboxes.pool import POOL_OWNER
 from host.sandboxes.readiness import Readiness, status_of
 from host.sandboxes.registry import SandboxRegistry
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError
+from rpc.methods import SANDBOX_INFO
+from rpc.models.sandbox import SandboxInfoParams
+
+if TYPE_CHECKING:
+    from host.sandboxes.pool import WarmPool
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +55,8 @@ class Reconciler:
         registry: SandboxRegistry,
         readiness: Readiness,
         remove: Remove,
+        *,
+        overlays: OverlayStore | None = None,
     ) -> None:
         self.settings = settings
         self.identity = identity
@@ -54,6 +64,8 @@ class Reconciler:
         self.registry = registry
         self.readiness = readiness
         self.remove = remove
+        self.overlays = overlays
+        self.pool: WarmPool | None = None  # set by the manager: adopts unclaimed pooled sandboxes
 
     async def reconcile(self) -> None:
         """Adopt or remove sandboxes of this namespace that no live server manages (see module doc)."""
@@ -65,6 +77,8 @@ class Reconciler:
             if rec is not None:
                 if rec.status is not SandboxStatus.STARTING:
                     rec.status = status_of(info)
+                continue
+            if self.pool is not None and self.pool.holds(info.sandbox_id):
                 continue
             if labels.made_by(info.labels, self.identity):
                 if self.registry.claim(info.sandbox_id):  # else: another live process of this server has it
@@ -111,25 +125,55 @@ class Reconciler:
             allow_hosts=list(lab.allow_hosts),
             job=lab.job,
             workspace_mb=lab.workspace_mb,
+            pooled=lab.pooled,
         )
+        # A pooled sandbox that was claimed (who has it now, with which token) or one whose TTL was
+        # extended: what changed since its labels were written is in its overlay.
+        overlay = self.overlays.load(rec.id) if self.overlays is not None else None
+        if overlay is not None:
+            overlay.apply(rec)
+        elif lab.pooled:
+            rec.owner = POOL_OWNER
         rec.attach(info)
         return rec
+
+    def unclaimed(self, rec: SandboxRecord) -> bool:
+        """A pooled sandbox nobody has claimed yet."""
+        return rec.pooled and rec.owner == POOL_OWNER
 
     async def _adopt_or_remove(self, info: ContainerInfo) -> None:
         rec = self.record_of(info)
         reason = ""
-        if info.status != "running":
+        if info.status == "paused" and not self.unclaimed(rec) and rec.endpoint is not None:
+            if datetime.now(UTC) < rec.expires_at:
+                # Paused by an earlier server (the engine keeps the state): adopted as paused, checked on
+                # resume. Only a fully started sandbox is ever paused, so its policy is in place.
+                rec.status, rec.paused_at = SandboxStatus.PAUSED, datetime.now(UTC)
+                self.registry.add(rec)
+                log.info("adopted paused sandbox %s of owner %s", rec.id, rec.owner)
+                return
+            reason = "TTL expired"
+        elif info.status != "running":
             reason = f"container {info.status}"
         elif datetime.now(UTC) >= rec.expires_at:
             reason = "TTL expired"
         elif rec.endpoint is None:
             reason = "no published agent port"
+        elif self.unclaimed(rec):
+            if self.pool is None or not await self.pool.adopt(rec):
+                reason = "pooled, and the warm pool has no room for it (or it is unhealthy)"
+            else:
+                return
         else:
             self.registry.add(rec)
             try:
                 # Loaded again: the server that made it may have died before its policy was in place.
                 await apply_network_policy(self.backend, self.settings, rec, self.identity.server_id)
                 await self.readiness.ensure_runner(rec, Deadline.after(ADOPT_TIMEOUT_S))
+                if rec.pooled:  # claimed: a server that died mid-claim may have left the agent the pool's token
+                    await self.readiness.agent.call(
+                        rec.endpoint, SANDBOX_INFO, SandboxInfoParams(), Deadline.after(ADOPT_TIMEOUT_S)
+                    )
             except BoxwrightError as exc:
                 reason = f"unhealthy ({exc.code.value})"
         if reason:

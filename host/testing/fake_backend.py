@@ -184,6 +184,24 @@ class FakeBackend(SandboxBackend):
         container = self._containers.get(container_id)
         return container.info() if container is not None else None
 
+    def freeze(self, container_id: str) -> None:
+        container = self._live(container_id)
+        self.pause(container.sandbox_id)
+
+    def thaw(self, container_id: str) -> None:
+        container = self._live(container_id)
+        if container.status != "paused":
+            raise BoxwrightError(ErrorCode.SANDBOX_NOT_RUNNING, f"container {container_id} is not paused")
+        self.unpause(container.sandbox_id)
+
+    def _live(self, container_id: str) -> FakeContainer:
+        container = self._containers.get(container_id)
+        if container is None:
+            raise BoxwrightError(ErrorCode.SANDBOX_NOT_FOUND, f"no container {container_id}")
+        if container.status not in ("running", "paused"):
+            raise BoxwrightError(ErrorCode.SANDBOX_NOT_RUNNING, f"container {container_id} is {container.status}")
+        return container
+
     def remove(self, sandbox_id: str, container_id: str | None) -> None:
         with self._lock:
             found = [c for c in self._containers.values() if c.sandbox_id == sandbox_id]

@@ -27,11 +27,27 @@ from rpc.errors import unauthorized
 from tests.integration.mcp_helpers import Session
 
 # task.* are not tools of their own: the host's RunManager drives them behind the template-run tools.
-# scrape.page is the `scrape` tool's, which may make a sandbox of its own first (host.mcp.tools.scrape).
-FORWARDED = [m for m in methods.ALL if m not in (methods.SANDBOX_INFO, methods.SCRAPE_PAGE) and m not in methods.TASKS]
+# The host calls these itself; no tool forwards them. scrape.page is the `scrape` tool's, which may make a
+# sandbox of its own first (host.mcp.tools.scrape).
+HOST_ONLY = (
+    methods.SANDBOX_INFO,
+    methods.SANDBOX_CLAIM,
+    methods.SANDBOX_ACTIVITY,
+    methods.SANDBOX_EXTEND,
+    methods.SCRAPE_PAGE,
+)
+FORWARDED = [m for m in methods.ALL if m not in HOST_ONLY and m not in methods.TASKS]
 
 
 LOCAL = CallerResolver("stdio")
+SANDBOX_TOOLS = {
+    "sandbox_create",
+    "sandbox_destroy",
+    "sandbox_list",
+    "sandbox_pause",
+    "sandbox_resume",
+    "sandbox_keepalive",
+}
 TEMPLATE_TOOLS = {
     "list_task_templates",
     "run_task_template",
@@ -53,9 +69,7 @@ async def serving(services: Services, resolver: Callable[[Any], Caller] = LOCAL)
 async def test_tool_names_and_schemas_derive_from_the_methods(services: Services) -> None:
     async with serving(services) as mcp:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
-    assert set(tools) == {"sandbox_create", "sandbox_destroy", "sandbox_list"} | {
-        tool_name(m) for m in FORWARDED
-    } | TEMPLATE_TOOLS | {"scrape"}
+    assert set(tools) == SANDBOX_TOOLS | {tool_name(m) for m in FORWARDED} | TEMPLATE_TOOLS | {"scrape"}
     assert len(FORWARDED) == 27
     for method in FORWARDED:
         tool = tools[tool_name(method)]
@@ -153,12 +167,12 @@ async def _browse(mcp: Session) -> None:
 
 async def test_toolsets_choose_tool_groups(services: Services) -> None:
     names = {spec.name for spec in tool_specs(services, ["code"])}
-    assert names == {"sandbox_create", "sandbox_destroy", "sandbox_list", "code_run"} | {
+    assert names == SANDBOX_TOOLS | {"code_run"} | {
         "process_list",
         "process_output",
         "process_kill",
     }
-    assert len(tool_specs(services)) == 38
+    assert len(tool_specs(services)) == 41
     assert set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates", "scrape"}
     assert {spec.name for spec in tool_specs(services, ["templates"])} - names == TEMPLATE_TOOLS - names
     with pytest.raises(ValueError, match="unknown toolset"):

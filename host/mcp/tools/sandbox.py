@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from host.mcp.forward import SANDBOX_ID_DOC
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.sandboxes.manager import CREATE_STEPS, SandboxManager
-from host.sandboxes.models import SandboxView
+from host.sandboxes.models import Caller, SandboxRecord, SandboxView, iso
 from rpc.models.network import MAX_ALLOW_HOSTS, NetworkMode, NetworkPolicy
 
 
@@ -51,6 +51,7 @@ class SandboxCreateArgs(BaseModel):
 
 class SandboxCreateResult(SandboxView):
     startupMs: int = Field(description="Time from request to ready")
+    fromPool: bool = Field(False, description="Taken from the server's warm pool (started ahead, never used)")
 
 
 class SandboxDestroyArgs(BaseModel):
@@ -62,6 +63,37 @@ class SandboxDestroyArgs(BaseModel):
 class SandboxDestroyResult(BaseModel):
     sandboxId: str
     destroyed: bool
+
+
+class SandboxPauseArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sandboxId: str | None = Field(None, min_length=1, max_length=64, description=SANDBOX_ID_DOC)
+
+
+class SandboxResumeArgs(SandboxPauseArgs):
+    pass
+
+
+class SandboxStateResult(SandboxView):
+    changed: bool = Field(description="False when it already was in that state")
+
+
+class SandboxKeepaliveArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sandboxId: str | None = Field(None, min_length=1, max_length=64, description=SANDBOX_ID_DOC)
+    ttlSeconds: int | None = Field(
+        None,
+        ge=10,
+        le=7 * 24 * 3600,
+        description="Live this many seconds from now (default: the server's default TTL); never past the "
+        "server's maximum lifetime, counted from creation, and never shorter than it already had",
+    )
+
+
+class SandboxKeepaliveResult(SandboxView):
+    maxExpiresAt: str = Field(description="The latest a keepalive can push expiresAt to (creation + maximum TTL)")
 
 
 class SandboxListArgs(BaseModel):
@@ -92,13 +124,34 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
             progress=progress,
         )
         view = rec.view(is_default=True).model_dump()
-        result = SandboxCreateResult(**view, startupMs=int((time.monotonic() - started) * 1000))
-        return ToolOutput(result, f"sandbox_create ok: {rec.id} {rec.status.value}", sandbox_id=rec.id)
+        result = SandboxCreateResult(**view, startupMs=int((time.monotonic() - started) * 1000), fromPool=rec.pooled)
+        origin = " (from the warm pool)" if rec.pooled else ""
+        return ToolOutput(result, f"sandbox_create ok: {rec.id} {rec.status.value}{origin}", sandbox_id=rec.id)
 
     async def destroy(inv: Invocation[SandboxDestroyArgs]) -> ToolOutput:
         rec = await manager.destroy(inv.caller, inv.args.sandboxId)
         result = SandboxDestroyResult(sandboxId=rec.id, destroyed=True)
         return ToolOutput(result, f"sandbox_destroy ok: {rec.id}", sandbox_id=rec.id)
+
+    def state_result(tool: str, rec: SandboxRecord, changed: bool, caller: Caller) -> ToolOutput:
+        view = rec.view(is_default=manager.default_id(caller) == rec.id).model_dump()
+        result = SandboxStateResult(**view, changed=changed)
+        note = "" if changed else f" (already {rec.status.value})"
+        return ToolOutput(result, f"{tool} ok: {rec.id} {rec.status.value}{note}", sandbox_id=rec.id)
+
+    async def pause(inv: Invocation[SandboxPauseArgs]) -> ToolOutput:
+        rec, changed = await manager.pause(inv.caller, inv.args.sandboxId)
+        return state_result("sandbox_pause", rec, changed, inv.caller)
+
+    async def resume(inv: Invocation[SandboxResumeArgs]) -> ToolOutput:
+        rec, changed = await manager.resume(inv.caller, inv.args.sandboxId, inv.deadline)
+        return state_result("sandbox_resume", rec, changed, inv.caller)
+
+    async def keepalive(inv: Invocation[SandboxKeepaliveArgs]) -> ToolOutput:
+        rec = await manager.keepalive(inv.caller, inv.args.sandboxId, inv.args.ttlSeconds)
+        view = rec.view(is_default=manager.default_id(inv.caller) == rec.id).model_dump()
+        result = SandboxKeepaliveResult(**view, maxExpiresAt=iso(manager.max_expiry(rec)))
+        return ToolOutput(result, f"sandbox_keepalive ok: {rec.id} expires {result.expiresAt}", sandbox_id=rec.id)
 
     async def list_(inv: Invocation[SandboxListArgs]) -> ToolOutput:
         default = manager.default_id(inv.caller)
@@ -136,6 +189,44 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
             handler=destroy,
             budget_s=lambda _: 60,
             annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False),
+        ),
+        ToolSpec(
+            name="sandbox_pause",
+            title="Pause a sandbox",
+            description=(
+                "Freeze every process of a sandbox: it uses no CPU, and keeps its memory, files, browser tabs and "
+                "background processes. Any later tool call on it resumes it first (or call sandbox_resume). Its "
+                "TTL keeps running while paused."
+            ),
+            input=SandboxPauseArgs,
+            output=SandboxStateResult,
+            handler=pause,
+            budget_s=lambda _: 30,
+            annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True),
+        ),
+        ToolSpec(
+            name="sandbox_resume",
+            title="Resume a paused sandbox",
+            description="Thaw a paused sandbox exactly where it was (tool calls on a paused sandbox do this too).",
+            input=SandboxResumeArgs,
+            output=SandboxStateResult,
+            handler=resume,
+            budget_s=lambda _: 30,
+            annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True),
+        ),
+        ToolSpec(
+            name="sandbox_keepalive",
+            title="Keep a sandbox alive",
+            description=(
+                "Mark a sandbox as in use (resets its idle timer) and extend its TTL to ttlSeconds from now, up to "
+                "the server's maximum lifetime (a paused sandbox is resumed). Use it when a long job should outlive "
+                "the sandbox's current TTL."
+            ),
+            input=SandboxKeepaliveArgs,
+            output=SandboxKeepaliveResult,
+            handler=keepalive,
+            budget_s=lambda _: 10,
+            annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True),
         ),
         ToolSpec(
             name="sandbox_list",

@@ -1,0 +1,257 @@
+"""The warm pool: `BOXWRIGHT_POOL_SIZE` sandboxes started ahead of demand, so that sandbox_create (and
+a template run's throw-away sandbox, through host.sandboxes.jobs) hands one out in milliseconds.
+
+- A pooled sandbox is started exactly like a cold one — hardened, its own volume, the network policy
+  loaded, the code runner up — but for nobody: its agent holds a token only this server knows and
+  accepts one `sandbox.claim`. Claiming it sets its owner, name, TTL (counted from the claim) and job
+  and swaps the token for a fresh one; since labels cannot change, those live in the state dir
+  (host.sandboxes.overlay). The agent refuses the claim if it ever served a call or its workspace is
+  not empty, so a claimed sandbox has never served anyone.
+- Its network policy is loaded and its workspace made when it starts: the pool holds sandboxes of the
+  server's default network mode (BOXWRIGHT_NETWORK) and workspace size only. Other modes (and
+  allowlists, and other workspace sizes) are started cold.
+- A pooled sandbox that fails its claim or a health check (the authenticated sandbox.info, the code
+  runner connected) is removed and replaced, never handed out.
+- Refilled in the background, at most `pool_concurrency` starts at once, and only while no live
+  create is in flight: live calls go first.
+- A restarted server adopts the pooled sandboxes an earlier one left (by their labels; reconcile hands
+  them here), up to the pool's size; a graceful stop drains the pool (or hands it over with
+  BOXWRIGHT_KEEP_ON_EXIT).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import anyio
+
+from host.agent_client import AgentEndpoint
+from host.sandboxes import limits
+from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
+from host.sandboxes.overlay import Overlay
+from rpc import methods
+from rpc.auth import token_sha256
+from rpc.deadline import Deadline
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.network import NetworkPolicy
+from rpc.models.sandbox import SandboxClaimParams, SandboxInfoParams
+
+if TYPE_CHECKING:
+    from host.sandboxes.manager import SandboxManager
+
+log = logging.getLogger(__name__)
+
+POOL_OWNER = ""  # the owner label of a pooled sandbox before its claim: nobody's
+CLAIM_TIMEOUT_S = 3.0
+CHECK_TIMEOUT_S = 3.0
+RETRY_AFTER_FAILURE_S = 5.0
+
+
+class WarmPool:
+    def __init__(self, manager: SandboxManager) -> None:
+        self.manager = manager
+        self.settings = manager.settings
+        self.size = manager.settings.pool_size
+        self._ready: list[SandboxRecord] = []
+        self._starting: set[str] = set()
+        self._wake = anyio.Event()
+        self._closing = False
+
+    # -- what it holds -----------------------------------------------------------------------
+    def ready(self) -> list[SandboxRecord]:
+        return list(self._ready)
+
+    def holds(self, sandbox_id: str) -> bool:
+        return sandbox_id in self._starting or any(r.id == sandbox_id for r in self._ready)
+
+    def serves(self, network: NetworkPolicy, workspace_mb: int | None) -> bool:
+        """Whether a sandbox of this network policy and workspace size may come from the pool (see module doc)."""
+        return (
+            self.size > 0
+            and network.mode == self.settings.network
+            and not network.allowHosts
+            and workspace_mb == limits.workspace_mb(self.settings, None)
+        )
+
+    def _deficit(self) -> int:
+        return self.size - len(self._ready) - len(self._starting)
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    # -- claim -------------------------------------------------------------------------------
+    async def claim(self, caller: Caller, *, name: str | None, ttl_s: int, job: str | None) -> SandboxRecord | None:
+        """A pooled sandbox made `caller`'s (added to the registry), or None when the pool has none that
+        passes its claim — then the caller starts one cold."""
+        while self._ready:
+            pooled = self._ready.pop(0)
+            self.poke()
+            try:
+                return await self._hand_over(pooled, caller, name=name, ttl_s=ttl_s, job=job)
+            except BoxwrightError as exc:
+                log.warning("pooled sandbox %s failed its claim (%s): replaced", pooled.id, exc.code.value)
+        return None
+
+    async def _hand_over(
+        self, pooled: SandboxRecord, caller: Caller, *, name: str | None, ttl_s: int, job: str | None
+    ) -> SandboxRecord:
+        now = datetime.now(UTC).replace(microsecond=0)
+        rec = SandboxRecord(
+            id=pooled.id,
+            owner=caller.owner,
+            name=name,
+            image=pooled.image,
+            created_at=now,  # its life as its owner sees it (and its TTL) starts at the claim
+            expires_at=now + timedelta(seconds=ttl_s),
+            token=secrets.token_urlsafe(32),  # fresh: the pool's token dies with the claim
+            network=pooled.network,
+            allow_hosts=list(pooled.allow_hosts),
+            job=job,
+            pooled=True,
+            container_id=pooled.container_id,
+            runner_secret=pooled.runner_secret,
+            workspace_mb=pooled.workspace_mb,
+        )
+        assert pooled.endpoint is not None
+        rec.endpoint = AgentEndpoint(pooled.endpoint.base_url, rec.token)
+        registry = self.manager.registry
+        registry.add(rec)  # before any await: reserves the caller's slot against concurrent creates
+        try:
+            # Saved first: should this server die right after the agent took the new token, the next one
+            # must know it (if it dies before, the next finds the pool's token refused and removes it).
+            self.manager.overlays.save(rec.id, Overlay.of(rec))
+            answer = await self.manager.agent.call(
+                pooled.endpoint,
+                methods.SANDBOX_CLAIM,
+                SandboxClaimParams(tokenSha256=token_sha256(rec.token), expiresAt=int(rec.expires_at.timestamp())),
+                Deadline.after(CLAIM_TIMEOUT_S),
+            )
+            if not answer.codeRunnerReady:
+                raise BoxwrightError(ErrorCode.CODE_RUNNER_UNAVAILABLE, "the pooled sandbox's code runner is down")
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.manager._remove(rec, "failed its claim", tombstone=False)
+            raise
+        rec.status = SandboxStatus.RUNNING
+        return rec
+
+    # -- refill and health -------------------------------------------------------------------
+    async def run(self) -> None:
+        """Forever: keep the pool full, and check the pooled sandboxes every reap interval."""
+        if self.size == 0:
+            return
+        while True:
+            await self._refill()
+            with anyio.move_on_after(self.settings.reap_interval):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            try:
+                await self.check()
+            except Exception:
+                log.exception("warm pool check failed")
+
+    async def _refill(self) -> None:
+        async def worker() -> None:
+            while self._deficit() > 0 and not self._closing:
+                await self.manager.no_live_creates()  # live creates go first
+                if self._deficit() <= 0:
+                    return
+                try:
+                    await self.start_one()
+                except BoxwrightError as exc:
+                    log.warning("warm pool: starting a sandbox failed (%s); retrying later", exc.code.value)
+                    await anyio.sleep(RETRY_AFTER_FAILURE_S)
+                    return
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(min(self.settings.pool_concurrency, max(0, self._deficit()))):
+                tg.start_soon(worker)
+
+    async def start_one(self) -> SandboxRecord:
+        s = self.settings
+        rec = self.manager.new_record(
+            POOL_OWNER,
+            name=None,
+            ttl_s=s.max_ttl,
+            network=NetworkPolicy(mode=s.network),
+            pooled=True,
+            workspace_mb=limits.workspace_mb(s, None),
+        )
+        if not self.manager.registry.claim(rec.id):  # pragma: no cover - fresh random id
+            raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision")
+        self._starting.add(rec.id)
+        try:
+            await self.manager.start_container(rec, Deadline.after(s.startup_timeout))
+        finally:
+            self._starting.discard(rec.id)
+        if self._closing:
+            await self._discard(rec, "server shutdown")
+        else:
+            self._ready.append(rec)
+            log.info("warm pool: sandbox %s ready (%d of %d)", rec.id, len(self._ready), self.size)
+        return rec
+
+    async def healthy(self, rec: SandboxRecord) -> str | None:
+        """None when the pooled sandbox answers an authenticated call with its code runner up, else why not."""
+        if datetime.now(UTC) >= rec.expires_at - timedelta(seconds=self.settings.reap_interval):
+            return "its pool lifetime is over"
+        if rec.endpoint is None:
+            return "no agent endpoint"
+        try:
+            info = await self.manager.agent.call(
+                rec.endpoint, methods.SANDBOX_INFO, SandboxInfoParams(), Deadline.after(CHECK_TIMEOUT_S)
+            )
+        except BoxwrightError as exc:
+            return exc.code.value
+        return None if info.codeRunnerReady else "code runner down"
+
+    async def check(self) -> None:
+        """Replace every pooled sandbox that fails its health check."""
+        for rec in list(self._ready):
+            why = await self.healthy(rec)
+            if why is not None and rec in self._ready:  # a claim may have taken it meanwhile
+                self._ready.remove(rec)
+                log.warning("warm pool: sandbox %s is unhealthy (%s): replaced", rec.id, why)
+                await self._discard(rec, f"unhealthy in the pool ({why})")
+                self.poke()
+
+    async def adopt(self, rec: SandboxRecord) -> bool:
+        """After a restart: keep an earlier server's pooled sandbox (its lock is claimed) if the pool has
+        room and it is healthy; False means the caller removes it."""
+        if self._closing or self._deficit() <= 0:
+            return False
+        self._starting.add(rec.id)  # counted while checked
+        try:
+            why = await self.healthy(rec)
+        finally:
+            self._starting.discard(rec.id)
+        if why is not None:
+            log.info("warm pool: not adopting %s (%s)", rec.id, why)
+            return False
+        rec.status = SandboxStatus.RUNNING
+        self._ready.append(rec)
+        log.info("warm pool: adopted sandbox %s", rec.id)
+        return True
+
+    # -- shutdown ----------------------------------------------------------------------------
+    async def drain(self) -> None:
+        """Graceful stop: remove every pooled sandbox (those still starting remove themselves)."""
+        self._closing = True
+        ready, self._ready = self._ready, []
+        async with anyio.create_task_group() as tg:
+            for rec in ready:
+                tg.start_soon(self._discard, rec, "server shutdown")
+
+    def hand_over(self) -> None:
+        """Stop with BOXWRIGHT_KEEP_ON_EXIT: leave the pooled sandboxes for the next server to adopt."""
+        self._closing = True
+        for rec in self._ready:
+            self.manager.registry.locks.release(rec.id, forget=False)
+        self._ready = []
+
+    async def _discard(self, rec: SandboxRecord, reason: str) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.manager._remove(rec, reason, tombstone=False)

@@ -1,0 +1,219 @@
+"""Fleet lifecycle against the real engine and the real MCP client: the warm pool (distinct pooled
+sandboxes with their own token and workspace, refilled, a dead one replaced and never handed out,
+scrape served from it), pause and resume across a SIGKILL, idle that spares real work, quotas."""
+
+from __future__ import annotations
+
+import json
+import signal
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import anyio
+import docker
+import httpx
+
+from host import identity, labels
+from host.backends.docker_backend import DockerBackend
+from host.config import Settings
+from tests.integration import test_lifecycle
+from tests.integration.conftest import HttpServer, own_env
+from tests.integration.mcp_helpers import http_session
+from tests.integration.test_lifecycle import containers
+
+cleanup_namespace = test_lifecycle.cleanup_namespace  # the fixture: namespaces removed after the test
+
+INFO = {"jsonrpc": "2.0", "id": 1, "method": "sandbox.info", "params": {}}
+
+
+def pooled(client: docker.DockerClient, namespace: str) -> dict[str, object]:
+    """Running pooled containers of the namespace (claimed or not)."""
+    return {sid: c for sid, c in containers(client, namespace).items() if c.labels.get(labels.POOL) == "1"}
+
+
+def agent_url(container: object) -> str:
+    container.reload()  # type: ignore[attr-defined]
+    [binding] = container.ports["8080/tcp"]  # type: ignore[attr-defined]
+    return f"http://127.0.0.1:{binding['HostPort']}/rpc"
+
+
+def agent_answers(container: object, token: str) -> int:
+    return httpx.post(agent_url(container), json=INFO, headers={"Authorization": f"Bearer {token}"}).status_code
+
+
+async def wait_for_pool(server: HttpServer, count: int, timeout_s: float = 120) -> None:
+    """Until the server's log says the pool holds `count` ready sandboxes (after the last claim)."""
+    for _ in range(int(timeout_s / 0.2)):
+        log = server.log()
+        tail = log[log.rfind("sandbox created") :] if "sandbox created" in log else log
+        if f"ready ({count} of {count})" in tail:
+            return
+        await anyio.sleep(0.2)
+    raise AssertionError(f"the pool did not reach {count} ready sandboxes:\n{server.log()[-3000:]}")
+
+
+async def test_warm_pool_hands_out_distinct_fresh_sandboxes_and_replaces_a_dead_one(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    env = own_env(server_env, "pool", tmp_path, BOXWRIGHT_POOL_SIZE="2", BOXWRIGHT_REAP_INTERVAL="2")
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "pool.log")
+    try:
+        await wait_for_pool(server, 2)
+        pool = pooled(docker_client, ns)
+        assert len(pool) == 2
+        server_identity = identity.find(tmp_path)  # the pool's tokens derive from the server's secret
+        assert server_identity is not None
+        pool_tokens = {sid: server_identity.sandbox_token(ns, sid) for sid in pool}
+        # One pooled sandbox's agent dies (as a crash would): it must never be handed out.
+        dead = sorted(pool)[0]
+        killed = pool[dead].exec_run(["pkill", "-KILL", "-f", "-x", ".*python -m sandbox_image"], user="agent")  # type: ignore[attr-defined]
+        assert killed.exit_code == 0, killed.output
+        async with http_session(server.url) as s:
+            a = await s.ok("sandbox_create", {"name": "a"})
+            b = await s.ok("sandbox_create", {"name": "b"})
+            assert a["sandboxId"] != b["sandboxId"] and dead not in (a["sandboxId"], b["sandboxId"])
+            assert a["fromPool"], a
+            await s.ok("file_write", {"sandboxId": a["sandboxId"], "path": "mine.txt", "content": "a's"})
+            listing = await s.ok("file_list", {"sandboxId": b["sandboxId"], "path": "."})
+            assert listing["entries"] == []  # b's workspace is its own and fresh
+            run = await s.ok("code_run", {"sandboxId": b["sandboxId"], "language": "python", "code": "print(6*7)"})
+            assert run["stdout"] == "42\n"
+            # Each claimed sandbox has a fresh token of its own (in the state dir); the pool's is refused.
+            claimed_tokens = {}
+            for sid in (a["sandboxId"], b["sandboxId"]):
+                if sid not in pool_tokens:
+                    continue  # a cold one (the pool had only one live sandbox left)
+                overlay = json.loads((tmp_path / "overlays" / ns / f"{sid}.json").read_text())
+                claimed_tokens[sid] = overlay["token"]
+                container = containers(docker_client, ns)[sid]
+                assert agent_answers(container, pool_tokens[sid]) == 401
+                assert agent_answers(container, overlay["token"]) == 200
+            assert claimed_tokens and len(set(claimed_tokens.values()) | set(pool_tokens.values())) == len(
+                claimed_tokens
+            ) + len(pool_tokens)
+            # The dead one was removed, and the pool refills to two never-used sandboxes.
+            await wait_for_pool(server, 2)
+            ready = set(pooled(docker_client, ns)) - {a["sandboxId"], b["sandboxId"]}
+            assert len(ready) == 2 and dead not in ready and dead not in containers(docker_client, ns)
+            c = await s.ok("sandbox_create", {"name": "c"})
+            assert c["fromPool"] and c["sandboxId"] in ready
+            # A scrape without sandboxId gets its throw-away sandbox from the pool too (JobSandboxes).
+            await s.ok("scrape", {"url": "http://127.0.0.1:8080/healthz"})
+            assert "from the pool for job scrape_" in server.log()
+    finally:
+        server.stop()  # graceful: drains the pool
+    assert containers(docker_client, ns) == {}
+
+
+async def test_pause_resume_and_a_sigkilled_server_adopts_the_paused_sandbox(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    env = own_env(server_env, "pause", tmp_path)
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    first = HttpServer(env, tmp_path / "first.log")
+    async with http_session(first.url) as s:
+        sid = (await s.ok("sandbox_create"))["sandboxId"]
+        await s.ok("file_write", {"path": "state.txt", "content": "kept"})
+        assert (await s.ok("sandbox_pause"))["status"] == "paused"
+        assert containers(docker_client, ns)[sid].status == "paused"  # type: ignore[attr-defined]
+        run = await s.call("code_run", {"language": "bash", "code": "cat state.txt"})
+        assert not run.is_error and run.data["stdout"] == "kept", run.text
+        assert "(sandbox resumed from pause)" in run.summary
+        assert containers(docker_client, ns)[sid].status == "running"  # type: ignore[attr-defined]
+        await s.ok("sandbox_pause")
+    first.proc.send_signal(signal.SIGKILL)
+    first.proc.wait(10)
+    first.stop()
+    assert containers(docker_client, ns)[sid].status == "paused"  # type: ignore[attr-defined]
+    second = HttpServer(env, tmp_path / "second.log")
+    try:
+        async with http_session(second.url) as s:
+            [listed] = (await s.ok("sandbox_list"))["sandboxes"]
+            assert (listed["sandboxId"], listed["status"]) == (sid, "paused"), second.log()
+            read = await s.call("file_read", {"path": "state.txt"})
+            assert not read.is_error and read.data["content"] == "kept" and "resumed from pause" in read.summary
+            await s.ok("sandbox_pause")
+    finally:
+        second.stop()  # graceful: removes it, paused or not
+    assert containers(docker_client, ns) == {}
+
+
+async def test_idle_spares_a_sandbox_with_a_background_process_and_the_ttl_removes_both(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    env = own_env(server_env, "idle", tmp_path, BOXWRIGHT_IDLE_TIMEOUT="3", BOXWRIGHT_REAP_INTERVAL="1")
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "idle.log")
+    try:
+        async with http_session(server.url) as s:
+            busy = (await s.ok("sandbox_create", {"ttlSeconds": 25}))["sandboxId"]
+            await s.ok("code_run", {"language": "bash", "code": "sleep 600", "background": True})
+            quiet = (await s.ok("sandbox_create", {"ttlSeconds": 25}))["sandboxId"]
+            for _ in range(60):  # idle timeout 3 s, reaper every second
+                if quiet not in containers(docker_client, ns):
+                    break
+                await anyio.sleep(0.5)
+            assert quiet not in containers(docker_client, ns), "the idle sandbox was not removed"
+            await anyio.sleep(4)  # well past the idle timeout: the busy one stays
+            assert busy in containers(docker_client, ns), server.log()
+            assert "idle but busy (1 background process(es) running)" in server.log()
+            for _ in range(80):  # its TTL (25 s) is the hard limit
+                if busy not in containers(docker_client, ns):
+                    break
+                await anyio.sleep(0.5)
+            assert busy not in containers(docker_client, ns), "the TTL did not remove the busy sandbox"
+    finally:
+        server.stop()
+    assert containers(docker_client, ns) == {}
+
+
+async def test_an_owner_over_the_memory_total_gets_a_quota_error_and_nothing_half_created(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    env = own_env(server_env, "quota", tmp_path, BOXWRIGHT_MEM_LIMIT="512m", BOXWRIGHT_MAX_MEMORY_PER_OWNER="1g")
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "quota.log")
+    try:
+        async with http_session(server.url) as s:
+            made = {(await s.ok("sandbox_create"))["sandboxId"] for _ in range(2)}
+            over = await s.error("sandbox_create", {"name": "third"})
+            assert over.code == "QUOTA_EXCEEDED", over.text
+            assert over.data["details"] == {
+                "resource": "memory",
+                "limitBytes": 1024**3,
+                "usedBytes": 1024**3,
+                "requestedBytes": 512 * 1024**2,
+            }
+            assert set(containers(docker_client, ns)) == made
+            volumes = docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"})
+            assert {v.attrs["Labels"][labels.SANDBOX] for v in volumes} == made
+            assert {x["sandboxId"] for x in (await s.ok("sandbox_list"))["sandboxes"]} == made
+    finally:
+        server.stop()
+    assert containers(docker_client, ns) == {}
+
+
+def test_concurrent_starts_make_one_namespace_network_and_a_longer_name_is_not_it(
+    namespace: str, docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    """A create while the pool refills ensures the network twice at once: one network must come of it
+    (two of one name make every later start fail), and namespace `x`'s is not namespace `x-b`'s."""
+    ns = f"{namespace}-net"
+    docker_client.networks.create(f"boxwright-{ns}-b", labels={labels.NAMESPACE: f"{ns}-b"})
+    try:
+        backend = DockerBackend(Settings(namespace=ns, state_dir=tmp_path / "state"), docker_client)
+        with ThreadPoolExecutor(4) as pool:
+            names = set(pool.map(lambda _: backend._ensure_network(), range(4)))
+        assert names == {f"boxwright-{ns}"}
+        found = [n.name for n in docker_client.networks.list(names=[f"boxwright-{ns}"])]
+        assert sorted(found) == sorted([f"boxwright-{ns}", f"boxwright-{ns}-b"])
+        backend.remove_network_if_unused()  # ours goes; the other namespace's stays
+        assert [n.name for n in docker_client.networks.list(names=[f"boxwright-{ns}"])] == [f"boxwright-{ns}-b"]
+    finally:
+        for net in docker_client.networks.list(names=[f"boxwright-{ns}"]):
+            net.remove()
