@@ -20,10 +20,10 @@ USER, PASSWORD = "alice", "hunter2"
 # Where the form's parts are, in CSS pixels of a 1280x720 viewport.
 EMAIL_AT, PASSWORD_AT, SUBMIT_AT = (300, 130), (300, 230), (300, 330)
 
-FORM = f"""<!doctype html><html><head><title>Sign in</title><style>
-body {{ margin: 0; font: 20px sans-serif; }}
-input, button {{ position: absolute; left: 150px; width: 300px; height: 40px; font: 20px sans-serif; }}
-#email {{ top: 110px; }} #password {{ top: 210px; }} #submit {{ top: 310px; }}
+FORM = """<!doctype html><html><head><title>Sign in</title><style>
+body { margin: 0; font: 20px sans-serif; }
+input, button { position: absolute; left: 150px; width: 300px; height: 40px; font: 20px sans-serif; }
+#email { top: 110px; } #password { top: 210px; } #submit { top: 310px; }
 </style></head><body><h1 style="margin: 20px">Sign in</h1>
 <form method="post" action="/login">
 <input id="email" name="email" autocomplete="off" aria-label="Email">

@@ -61,8 +61,9 @@ class LoopbackListener:
             return self.base_url
 
     async def _serve(self, routes: list[BaseRoute], *, task_status: TaskStatus[str]) -> None:
+        app = Starlette(routes=routes)
         config = uvicorn.Config(
-            Starlette(routes=routes), host=HOST, port=self.port, log_level="warning", lifespan="off", ws="websockets-sansio"
+            app, host=HOST, port=self.port, log_level="warning", lifespan="off", ws="websockets-sansio"
         )
         server = self._server = _Server(config)
         async with anyio.create_task_group() as tg:

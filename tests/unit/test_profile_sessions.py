@@ -44,7 +44,10 @@ def services(tmp_path: Path, fake: FakeBackend) -> Services:
     # A wider debounce window than the default 500 ms, so a slow call on a busy machine cannot split
     # the test's burst of calls into two; the mechanism is the same.
     settings = Settings(
-        state_dir=tmp_path / "state", namespace="unit", image="boxwright-sandbox:unit", snapshot_refresh_debounce_ms=1500
+        state_dir=tmp_path / "state",
+        namespace="unit",
+        image="boxwright-sandbox:unit",
+        snapshot_refresh_debounce_ms=1500,
     )
     return Services(settings, backend=fake)
 
