@@ -67,6 +67,14 @@ def can_open_browser() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def _readable_stdin() -> bool:
+    try:
+        sys.stdin.fileno()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def _describe(outcome: PublishOutcome | None, state_cookies: int) -> str:
     if outcome is None:
         return "not saved"
@@ -88,11 +96,18 @@ async def _wait_for_finish(view: LiveView, settings: Settings, publish: Callable
             tg.cancel_scope.cancel()
 
         async def terminal() -> None:
+            # Read without a thread (a thread blocked in read() would keep the process from exiting).
+            fd = sys.stdin.fileno()
             while True:
-                line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
-                if not line:  # no terminal (EOF): only the page can finish
+                try:
+                    await anyio.wait_readable(fd)
+                    data = os.read(fd, 4096)
+                except OSError:  # not pollable (a regular file, /dev/null): no terminal to listen to
                     return
-                finish("Enter on the terminal")
+                if not data:  # no terminal (EOF): only the page can finish
+                    return
+                if b"\n" in data:
+                    finish("Enter on the terminal")
 
         async def page() -> None:
             while True:
@@ -115,7 +130,7 @@ async def _wait_for_finish(view: LiveView, settings: Settings, publish: Callable
                 await anyio.sleep(timeout_s)
                 finish(f"the login timeout ({timeout_s:g} s)")
 
-        if sys.stdin is not None and not sys.stdin.closed:
+        if sys.stdin is not None and not sys.stdin.closed and _readable_stdin():
             tg.start_soon(terminal)
         tg.start_soon(page)
         tg.start_soon(refresh)
