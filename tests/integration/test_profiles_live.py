@@ -14,7 +14,6 @@ import asyncio
 import inspect
 import json
 import socket
-import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -86,6 +85,20 @@ async def viewer() -> AsyncIterator[Browser]:
         await browser.close()
 
 
+def read(path: Path) -> str:
+    return path.read_text(errors="replace")
+
+
+async def run(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    """A boxwright command to its end: exit status, stdout, stderr (stdin closed)."""
+    proc = await asyncio.create_subprocess_exec(
+        BOXWRIGHT, *args, env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
 class Login:
     """A running `boxwright login`: its link, its stdin (Enter), its exit."""
 
@@ -106,9 +119,9 @@ class Login:
             line = await asyncio.wait_for(proc.stdout.readline(), LOGIN_START_S)
         except TimeoutError:
             proc.kill()
-            raise AssertionError(f"no live view link:\n{log.read_text()}") from None
+            raise AssertionError(f"no live view link:\n{read(log)}") from None
         login.url = line.decode().strip()
-        assert login.url.startswith("http://127.0.0.1:") and "#token=" in login.url, log.read_text()
+        assert login.url.startswith("http://127.0.0.1:") and "#token=" in login.url, read(log)
         return login
 
     async def finished(self, timeout_s: float = 60) -> int:
@@ -116,7 +129,7 @@ class Login:
             return await asyncio.wait_for(self.proc.wait(), timeout_s)
         except TimeoutError:
             self.proc.kill()
-            raise AssertionError(f"login did not finish:\n{self.log.read_text()}") from None
+            raise AssertionError(f"login did not finish:\n{read(self.log)}") from None
 
 
 async def heading(s: Session, sid: str, session_id: str, url: str) -> str:
@@ -147,19 +160,16 @@ async def test_login_through_the_live_view_then_another_server_reuses_it(
 
     # TC-08: a second login on p1 fails at once, with a clear message; another profile works.
     started = time.monotonic()
-    second = subprocess.run(
-        [BOXWRIGHT, "login", "--no-browser", "--owner", "alice", "--profile", "p1"],
-        env=server_env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert second.returncode == 1, second.stderr
-    assert "a login on profile 'p1' is already running (pid " in second.stderr, second.stderr
-    assert "[PROFILE_BUSY]" in second.stderr and time.monotonic() - started < 10
+    status, _, err = await run(server_env, "login", "--no-browser", "--owner", "alice", "--profile", "p1")
+    assert status == 1, err
+    assert "a login on profile 'p1' is already running (pid " in err and "[PROFILE_BUSY]" in err, err
+    assert time.monotonic() - started < 10
     other = await Login.start(server_env, tmp_path / "login-p2.log", "--owner", "alice", "--profile", "p2", *network)
     assert other.proc.stdin is not None
     other.proc.stdin.write(b"\n")  # Enter on its terminal ends it
     await other.proc.stdin.drain()
-    assert await other.finished() == 0, other.log.read_text()
-    assert "finished (Enter on the terminal)" in other.log.read_text()
+    assert await other.finished() == 0, read(other.log)
+    assert "finished (Enter on the terminal)" in read(other.log)
 
     # TC-07: the person logs in on the live view's canvas and presses Done.
     page = await open_page(viewer, login.url)
@@ -172,26 +182,25 @@ async def test_login_through_the_live_view_then_another_server_reuses_it(
     await click_canvas(page, *login_site.SUBMIT_AT)
     await until(page, "window.liveView.status.url.endsWith('/account')", 30)
     await page.click("#done")
-    assert await login.finished() == 0, login.log.read_text()
-    said = login.log.read_text()
+    assert await login.finished() == 0, read(login.log)
+    said = read(login.log)
     assert "finished (Done on the page)" in said and f"cookie domains: {gw}" in said, said
     await page.close()
 
     state_file = Path(server_env["BOXWRIGHT_STATE_DIR"]) / "profiles" / "alice" / "p1" / "state.json"
-    cookie = json.loads(state_file.read_text())["cookies"][0]
+    cookie = json.loads(read(state_file))["cookies"][0]
     assert cookie["name"] == "session" and cookie["domain"] == gw
-    shown = subprocess.run(
-        [BOXWRIGHT, "profile", "show", "p1", "--owner", "alice"], env=server_env, capture_output=True, text=True
-    )
-    summary = json.loads(shown.stdout)
+    status, out, err = await run(server_env, "profile", "show", "p1", "--owner", "alice")
+    summary = json.loads(out)
     assert summary["cookieDomains"] == [gw] and summary["version"] >= 1 and not summary["loginInProgress"]
-    assert cookie["value"] not in shown.stdout + shown.stderr + said  # values are never shown
+    assert cookie["value"] not in out + err + said  # values are never shown
     assert cookie["value"] not in http_server.log()
 
     # TC-09 / TC-12: another server process, a new sandbox, alice's p1 — logged in; bob's p1 is his own.
-    async with http_session(http_server.url, tokens["alice"]) as alice, http_session(
-        http_server.url, tokens["bob"]
-    ) as bob:
+    async with (
+        http_session(http_server.url, tokens["alice"]) as alice,
+        http_session(http_server.url, tokens["bob"]) as bob,
+    ):
         box = {"network": "allowlist", "allowHosts": [gw]}
         a_sid = (await alice.ok("sandbox_create", box))["sandboxId"]
         b_sid = (await bob.ok("sandbox_create", box))["sandboxId"]
