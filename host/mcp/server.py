@@ -38,8 +38,10 @@ to /workspace), browse with browser_goto then browser_snapshot (act on elements 
 with browser_click/browser_type), and destroy the sandbox with sandbox_destroy when done. For multi-step \
 browser jobs without step-by-step calls, run a template (list_task_templates, run_task_template, get_task_run). \
 To read one web page as markdown, html, links or a screenshot, call scrape (no sandbox needed). \
-Every result starts with a one-line summary followed by JSON; errors carry errorCode and recoverHint — follow \
-the hint."""
+For sites that need a login, open a session from a saved login profile (browser_sessions create with profileId; \
+scrape takes profileId too), or hand a person the link from browser_live_view so they can log in (or solve a \
+CAPTCHA) in your session themselves. Every result starts with a one-line summary followed by JSON; errors carry \
+errorCode and recoverHint — follow the hint."""
 
 
 TOOLSETS: dict[str, Callable[[Services], list[ToolSpec]]] = {

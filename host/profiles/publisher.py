@@ -166,10 +166,13 @@ class SnapshotPublisher:
         return None
 
     async def flush_all(self) -> None:
-        """Server shutdown: one last publish of every bound session."""
+        """Server shutdown: one last publish of every bound session (kept sandboxes included)."""
+        bindings = list(self.bindings.values())
+        for binding in bindings:
+            self.unbind(binding)
         with anyio.CancelScope(shield=True), anyio.move_on_after(EXPORT_TIMEOUT_S):
             async with anyio.create_task_group() as tg:
-                for binding in list(self.bindings.values()):
+                for binding in bindings:
                     tg.start_soon(self.publish_logged, binding)
 
     # -- the background loop -----------------------------------------------------------------

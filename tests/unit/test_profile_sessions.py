@@ -168,3 +168,21 @@ async def test_the_seam_publishes_with_cas_on_the_version_it_started_from(servic
 
 def deadline() -> Deadline:
     return Deadline.after(30)
+
+
+async def test_a_profile_session_is_published_when_the_server_stops(services: Services, site: str) -> None:
+    """Before its debounce fires: stopping the server (or removing the sandbox) publishes it once more."""
+    store, call = services.profiles.store, services.manager.call
+    async with services.running():
+        rec = await services.manager.create(LOCAL)
+        opened = await services.profiles.open(LOCAL, rec.id, "late")
+        sid = opened.session_id
+        await call(LOCAL, rec.id, m.BROWSER_GOTO, b.GotoParams(sessionId=sid, url=f"{site}/login"), deadline())
+        for selector, text in (("#email", login_site.USER), ("#password", login_site.PASSWORD)):
+            await call(
+                LOCAL, rec.id, m.BROWSER_TYPE, b.TypeParams(sessionId=sid, selector=selector, text=text), deadline()
+            )
+        await call(LOCAL, rec.id, m.BROWSER_CLICK, b.ClickParams(sessionId=sid, selector="#submit"), deadline())
+        assert store.read("local", "late").version == 0  # the debounce (1.5 s here) has not fired yet
+    latest = store.read("local", "late")
+    assert latest.version == 1 and [c["name"] for c in latest.state["cookies"]] == ["session"]
