@@ -45,7 +45,10 @@ META_FILE = "meta.json"
 LOGIN_LOCK = "login.lock"
 PUBLISH_LOCK = "publish.lock"
 TMP_DIR = "tmp"
-READ_ATTEMPTS = 5
+# A read that meets a publish between its two renames reads again (with a growing pause), and after
+# that many tries waits for publish.lock instead (longer than a publish would: reading is not urgent).
+READ_ATTEMPTS = 8
+READ_LOCK_TIMEOUT_S = 5.0
 
 
 def writer_id(what: str) -> str:
@@ -164,13 +167,14 @@ class ProfileStore:
     def read(self, owner: str, profile_id: str) -> Snapshot:
         """The latest snapshot (creating the profile on first use)."""
         path = self.ensure(owner, profile_id)
-        for _ in range(READ_ATTEMPTS):
+        for attempt in range(READ_ATTEMPTS):
             found = self._read_consistent(path)
             if found is not None:
                 break
-            time.sleep(0.002)  # a publish is between its two renames
+            time.sleep(0.002 * 2**attempt)  # a publish is between its two renames
         else:
-            with self._publish_lock(path, profile_id):
+            lock = path / PUBLISH_LOCK
+            with publish_lock(lock, timeout_s=READ_LOCK_TIMEOUT_S, mode=self.file_mode, profile_id=profile_id):
                 found = self._read_consistent(path)
             if found is None:
                 raise BoxwrightError(
