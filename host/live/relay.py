@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import anyio
@@ -38,8 +38,11 @@ def agent_url(endpoint: AgentEndpoint, session_id: str) -> str:
     return f"{base}{LIVE_PATH}?sessionId={quote(session_id)}"
 
 
-async def _notice(ws: WebSocket, message: str, *, level: str = "info", final: bool = False) -> None:
-    notice = NoticeMessage(message=message, level="error" if level == "error" else "info", final=final)
+Level = Literal["info", "error"]
+
+
+async def _notice(ws: WebSocket, message: str, *, level: Level = "info", final: bool = False) -> None:
+    notice = NoticeMessage(message=message, level=level, final=final)
     await ws.send_text(notice.model_dump_json())
 
 

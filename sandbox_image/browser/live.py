@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import WSMsgType, web
 from playwright.async_api import CDPSession, Page
@@ -88,8 +88,8 @@ class LiveStream:
         except (ConnectionError, RuntimeError):
             return False
 
-    async def notice(self, message: str, *, level: str = "info", final: bool = False) -> None:
-        await self._send(NoticeMessage(message=message, level=level, final=final).model_dump())  # type: ignore[arg-type]
+    async def notice(self, message: str, *, level: Literal["info", "error"] = "info", final: bool = False) -> None:
+        await self._send(NoticeMessage(message=message, level=level, final=final).model_dump())
 
     # -- the screencast ----------------------------------------------------------------------
     def _on_frame(self, cdp: CDPSession, tab_id: str, params: dict[str, Any]) -> None:

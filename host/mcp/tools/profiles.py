@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -134,8 +135,6 @@ def tools(services: Services) -> list[ToolSpec[Any]]:
         return ToolOutput(result, f"browser_live_view ok: live view of {rec.id}/{session_id}", rec.id)
 
     async def profile_list(inv: Invocation[ProfileListArgs]) -> ToolOutput:
-        import anyio.to_thread
-
         found = await anyio.to_thread.run_sync(profiles.store.list, inv.caller.owner)
         result = ProfileListResult(profiles=found, defaultProfileId=settings.default_profile_id)
         return ToolOutput(result, f"profile_list ok: {len(found)} profiles")
