@@ -84,14 +84,17 @@ async def viewer() -> AsyncIterator[Browser]:
 async def test_a_login_ends_when_its_page_is_closed(
     tmp_path: Path, fake: FakeBackend, viewer: Browser, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = Settings(state_dir=tmp_path / "state", namespace="unit", image="boxwright-sandbox:unit")
+    settings = Settings(
+        state_dir=tmp_path / "state", namespace="unit", image="boxwright-sandbox:unit", login_refresh_interval_ms=500
+    )
     store = ProfileStore(settings)
+    services = Services(settings, backend=fake)
     store.import_state("local", "p1", STATE, writer="t")  # a login refreshes what is there
     request = LoginRequest(owner="local", profile_id="p1", url=None, network=None, open_browser=False)
     outcome: list[int] = []
 
     async def login() -> None:
-        outcome.append(await run_login(settings, request, services=Services(settings, backend=fake)))
+        outcome.append(await run_login(settings, request, services=services))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(login)
@@ -107,6 +110,9 @@ async def test_a_login_ends_when_its_page_is_closed(
         with pytest.raises(BoxwrightError) as busy:
             await run_login(settings, request)  # the profile is held (nothing started: fails first)
         assert busy.value.code is ErrorCode.PROFILE_BUSY
+        exports = services.profiles.publisher.exports
+        await anyio.sleep(1.2)
+        assert services.profiles.publisher.exports >= exports + 2  # saved on the refresh interval meanwhile
         await page.close()  # the person closes the page: the login ends, a few seconds later
     assert outcome == [0]
     err = capsys.readouterr().err
