@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import socket
 from collections.abc import Callable, Iterator, Sequence
 
 import anyio
@@ -104,6 +105,10 @@ def http_caller(services: Services) -> CallerResolver:
 
 
 def _url_host(host: str) -> str:
+    """How links name this server: a wildcard bind by the machine's name (set BOXWRIGHT_LIVE_VIEW_BASE_URL
+    when people reach it by another), an IPv6 address in brackets."""
+    if host in ("0.0.0.0", "::", ""):
+        return socket.gethostname()
     return f"[{host}]" if ":" in host else host
 
 
