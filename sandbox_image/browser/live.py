@@ -182,10 +182,14 @@ class LiveStream:
         except (TimeoutError, PlaywrightError) as exc:
             log.debug("live input %s dropped: %s", method, type(exc).__name__)
 
+    def _active(self) -> Tab | None:
+        return self.session.tabs.get(self.session.active_id) if self.session.active_id else None
+
     async def _perform(self, name: str, operation: Any, params: Any) -> None:
         """A navigation through the same path as the tools (tab lock, clean errors), reported as a notice."""
-        tab = self._tab
+        tab = self._active()
         if tab is None:
+            await self.notice("no tab is open: open one first", level="error")
             return
         try:
             await self.service.perform(name, tab, operation, params, Deadline.after(NAVIGATION_TIMEOUT_MS / 1000 + 1))
@@ -193,7 +197,7 @@ class LiveStream:
             await self.notice(exc.message, level="error")
 
     async def _reload(self) -> None:
-        tab = self._tab
+        tab = self._active()
         if tab is None or tab.page is None:
             return
         try:
@@ -228,7 +232,7 @@ class LiveStream:
         elif isinstance(message, TabInput):
             await self._tab_action(message)
         elif isinstance(message, DialogInput):
-            tab = self._tab
+            tab = self._active()
             if tab is not None and tab.dialogs:
                 answer = HandleDialogParams(accept=message.accept, promptText=message.promptText)
                 await dialogs.handle_dialog(tab, answer, Budget.of(Deadline.after(INPUT_TIMEOUT_S), None))
@@ -273,6 +277,7 @@ class LiveStream:
     async def run(self) -> None:
         if self.session.active_id is None or self.session.active_id not in self.session.tabs:
             await self.session.active_tab()  # something to show
+        await self._follow_active_tab()  # attached before the first input is taken
         tasks = [spawn(self._watch()), spawn(self._consume_inputs())]
         try:
             await self._receive()

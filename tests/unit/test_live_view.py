@@ -199,3 +199,48 @@ async def test_live_routes_on_the_http_server_check_origin_and_credentials(
         reused = await http.post(session_url, json={"token": token}, headers={"Origin": base})
         assert reused.status_code == 403 and "already used" in reused.json()["error"]
         assert (await http.post("/mcp", json={})).status_code == 401  # /mcp still needs the bearer token
+
+
+async def test_the_websocket_refuses_foreign_origins_and_bad_messages(services: Services) -> None:
+    """A program speaking the live view's WebSocket directly: the view's cookie and this server's own
+    origin are required; a message that is not a live view message gets an error notice, not a crash."""
+    import json
+
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidStatus
+
+    from host.sandboxes.models import Caller
+
+    local = Caller(owner="local", session="s", trust="local")
+    async with services.running():
+        rec = await services.manager.create(local)
+        view, url = await services.live.link(local, rec.id, "default")
+        base, token = url.split("/live/")[0], url.split("#token=")[1]
+        async with httpx.AsyncClient(base_url=base, trust_env=False) as http:
+            redeemed = await http.post(f"/live/{view.view_id}/session", json={"token": token}, headers={"Origin": base})
+            assert redeemed.status_code == 200
+            cookie = f"bw_live={redeemed.cookies['bw_live']}"
+        ws_url = base.replace("http://", "ws://") + f"/live/{view.view_id}/ws"
+        for headers in ({"Cookie": cookie, "Origin": "http://127.0.0.1:1"}, {"Origin": base}, {"Cookie": "bw_live=x"}):
+            with pytest.raises(InvalidStatus) as refused:
+                await connect(ws_url, additional_headers=headers, proxy=None)
+            assert refused.value.response.status_code == 403
+        async with connect(ws_url, additional_headers={"Cookie": cookie, "Origin": base}, proxy=None) as ws:
+            kinds: set[str] = set()
+            await ws.send('{"type": "mouse", "event": "explode", "x": 1, "y": 1}')
+            await ws.send("not json")
+            await ws.send('{"type": "done"}')  # not a login's view: ignored
+            await ws.send('{"type": "navigate", "url": "data:text/html,<title>direct</title>"}')
+            notices = []
+            with anyio.fail_after(20):
+                while True:
+                    message = json.loads(await ws.recv())
+                    kinds.add(message["type"])
+                    if message["type"] == "notice":
+                        notices.append(message)
+                    if message["type"] == "status" and message["title"] == "direct":
+                        break
+            assert {"frame", "status", "agent", "notice"} <= kinds
+            assert [n["level"] for n in notices] == ["error", "error"]
+            assert all("refused" in n["message"] for n in notices)
+            assert not view.done.is_set()
