@@ -74,7 +74,7 @@ class Services:
         self.profiles = ProfileSessions(settings, self.manager)
         self.live = LiveViewService(settings, self.manager, self.profiles.publisher)
         self.jobs = JobSandboxes(self.manager)
-        self.runs = RunManager(settings, self.manager, self.jobs)
+        self.runs = RunManager(settings, self.manager, self.jobs, profiles=self.profiles)
         self.manager.activity.sources.append(self.runs.uses_sandbox)  # the idle timeout keeps their sandboxes
         self._prebuild = prebuild_image and self.image is not None
 
