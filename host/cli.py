@@ -19,8 +19,7 @@ import anyio
 from host import __version__, labels, logs
 from host.config import Settings
 from host.identity import IdentityError
-from host.mcp.auth import OWNER_PATTERN, TokenStore, default_token_file
-from host.mcp.caller import LOCAL_OWNER
+from host.mcp.auth import LOCAL_OWNER, OWNER_PATTERN, TokenStore, default_token_file
 from rpc.errors import BoxwrightError
 from rpc.settings import SettingsError
 
