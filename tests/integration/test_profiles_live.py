@@ -225,9 +225,13 @@ async def test_login_through_the_live_view_then_another_server_reuses_it(
             reused = await open_page(viewer, link["url"])
             await until(reused, "window.liveView.refused !== null")
             assert "already used" in (await state(reused))["refused"]
+            forged = await open_page(viewer, link["url"].split("#token=")[0] + "#token=forged")
+            await until(forged, "window.liveView.refused !== null")
+            assert "not valid" in (await state(forged))["refused"]
+            assert (await state(reused))["frames"] == 0 and (await state(forged))["frames"] == 0
             denied = await bob.error("browser_live_view", {"sandboxId": a_sid})
             assert denied.code == "SANDBOX_NOT_FOUND"
-            for p in (page, reused):
+            for p in (page, reused, forged):
                 await p.close()
         finally:
             await alice.call("sandbox_destroy", {"sandboxId": a_sid})

@@ -1,7 +1,8 @@
 """Profile sessions through the MCP tools, over a FakeBackend whose agents drive this machine's Chromium:
 a login made in a profile session is published back (debounced, without reloading anything) and
 reused by later sessions of that profile only (TC-09, TC-10, TC-11, TC-12), and the seam other
-features use (`profiles.session`) publishes with compare-and-set on the version it started from."""
+features use (`profiles.session`) publishes with compare-and-set on the version it started from and
+serves a new tool unchanged (TC-17)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,21 @@ from typing import Any
 import anyio
 import pytest
 from aiohttp import web
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel, ConfigDict
 
 from host.config import Settings
+from host.mcp.registry import Invocation, ToolOutput, ToolSpec, build_tool
 from host.sandboxes.models import Caller
 from host.services import Services
 from host.testing.fake_backend import FakeBackend
 from rpc import methods as m
 from rpc.deadline import Deadline
 from rpc.models import browser as b
+from rpc.models.profiles import ProfileId
 from tests import login_site
+from tests.integration.mcp_helpers import Session
 from tests.unit.test_mcp_tools import serving
 
 pytestmark = pytest.mark.chromium
@@ -186,3 +193,55 @@ async def test_a_profile_session_is_published_when_the_server_stops(services: Se
         assert store.read("local", "late").version == 0  # the debounce (1.5 s here) has not fired yet
     latest = store.read("local", "late")
     assert latest.version == 1 and [c["name"] for c in latest.state["cookies"]] == ["session"]
+
+
+class VisitArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    profileId: ProfileId
+    path: str
+    login: bool = False
+
+
+class VisitResult(BaseModel):
+    heading: str
+
+
+async def test_a_new_tool_gets_profiles_from_the_seam_without_changes_to_it(services: Services, site: str) -> None:
+    """TC-17: a browser tool the runtime has never heard of — written here, in the test, as a new feature
+    would be — works "as" a profile through `profiles.session` alone: loaded on entry, published with
+    compare-and-set on exit, through the same registry wrapper as every tool (errors included)."""
+
+    async def visit(inv: Invocation[VisitArgs]) -> ToolOutput:
+        call, caller = services.manager.call, inv.caller
+        async with services.profiles.session(caller, None, inv.args.profileId, deadline=inv.deadline) as sid:
+            rec = services.manager.resolve(caller, None)
+            url = f"{site}{inv.args.path}"
+            await call(caller, rec.id, m.BROWSER_GOTO, b.GotoParams(sessionId=sid, url=url), inv.deadline)
+            if inv.args.login:
+                for selector, text in (("#email", login_site.USER), ("#password", login_site.PASSWORD)):
+                    await call(caller, rec.id, m.BROWSER_TYPE, b.TypeParams(sessionId=sid, selector=selector,
+                                                                             text=text), inv.deadline)  # fmt: skip
+                await call(caller, rec.id, m.BROWSER_CLICK, b.ClickParams(sessionId=sid, selector="#submit"),
+                           inv.deadline)  # fmt: skip
+            _, snap = await call(caller, rec.id, m.BROWSER_SNAPSHOT, b.SnapshotParams(sessionId=sid), inv.deadline)
+        heading = snap.text.splitlines()[0]
+        return ToolOutput(VisitResult(heading=heading), f"visit_as_profile ok: {heading}")
+
+    spec = ToolSpec("visit_as_profile", "test tool", VisitArgs, VisitResult, visit, budget_s=lambda _a: 60.0)
+    local = Caller(owner="local", session="stdio", trust="local")
+    server = MCPServer("second-tool", tools=[build_tool(spec, lambda _ctx: local)])
+    store = services.profiles.store
+    async with services.running(), Client(server) as client:
+        tool = Session(client)
+        await services.manager.create(local)
+        first = await tool.ok("visit_as_profile", {"profileId": "p17", "path": "/login", "login": True})
+        assert first["heading"] == "Welcome alice"
+        assert store.read("local", "p17").version == 1  # published when the block ended
+        again = await tool.ok("visit_as_profile", {"profileId": "p17", "path": "/account"})
+        assert again["heading"] == "Welcome alice"  # loaded from the profile into a fresh session
+        other = await tool.ok("visit_as_profile", {"profileId": "other", "path": "/account"})
+        assert other["heading"] == "Please log in"
+        bad = await tool.error("visit_as_profile", {"profileId": "../p17", "path": "/account"})
+        assert bad.code == "INVALID_PARAMETER"
+        _, listed = await services.manager.call(local, None, m.BROWSER_SESSIONS, b.SessionsParams(), deadline())
+        assert [s.sessionId for s in listed.sessions] == []  # every block closed its session
