@@ -72,6 +72,41 @@ def test_profile_commands(env: Settings, tmp_path: Path, capsys: pytest.CaptureF
     assert main(["profile", "import", str(tmp_path / "missing.json")]) == 2
 
 
+def test_profile_settings_have_one_name_and_one_order_of_precedence(
+    env: Settings,
+    fake: FakeBackend,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """TC-18, as it applies here: the seed splits its settings into `mmh.browser.*` and `mmh.scrape.*`
+    and asks that both read consistently. Here each setting has one name (BOXWRIGHT_ + field), read by
+    one Settings class that the CLI and the server share; a flag wins over the variable, the variable
+    over the default — and both entry points find the same profiles."""
+    source = tmp_path / "state.json"
+    source.write_text(json.dumps(STATE))
+    root = tmp_path / "elsewhere"
+    monkeypatch.setenv("BOXWRIGHT_SNAPSHOT_ROOT", str(root))
+    monkeypatch.setenv("BOXWRIGHT_DEFAULT_PROFILE_ID", "team")
+    assert main(["profile", "import", str(source)]) == 0  # the variable names the profile
+    assert main(["profile", "import", str(source), "--profile", "work"]) == 0  # the flag wins
+    capsys.readouterr()
+    assert sorted(p.name for p in (root / "local").iterdir()) == ["team", "work"]
+    assert not (env.state_dir / "profiles").exists()  # the root's variable wins over the state dir's default
+
+    server = Services(Settings(), backend=fake)  # what `boxwright serve` builds from the same env
+    assert [p.profileId for p in server.profiles.store.list("local")] == ["team", "work"]
+    assert server.settings.default_profile_id == "team"
+
+    monkeypatch.setenv("BOXWRIGHT_DEFAULT_PROFILE_ID", "../team")
+    assert main(["profile", "list"]) == 2
+    assert "BOXWRIGHT_DEFAULT_PROFILE_ID" in capsys.readouterr().err  # a bad value is named, nothing is read
+    monkeypatch.setenv("BOXWRIGHT_DEFAULT_PROFILE_ID", "team")
+    monkeypatch.setenv("BOXWRIGHT_PROFILE_ID_REGEX", "^[a-z]{1,8}$")  # a stricter pattern, on top of the fixed one
+    assert main(["profile", "show", "Work"]) == 1
+    assert "[INVALID_PARAMETER]" in capsys.readouterr().err
+
+
 @pytest.fixture
 async def viewer() -> AsyncIterator[Browser]:
     async with async_playwright() as pw:
