@@ -82,7 +82,6 @@ def verified_owner(tokens: TokenStore | None, raw_headers: Iterable[tuple[bytes,
     return owner
 
 
-
 class BearerAuthMiddleware:
     """Verifies the credentials of every HTTP request before the MCP layer sees it (401 otherwise) and
     records the verified owner in the scope. `tokens=None`: an anonymous loopback server (owner `local`).
