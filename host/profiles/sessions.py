@@ -7,7 +7,10 @@ loads the profile's latest snapshot into a new session (`browser.state_load`: th
 with `new_context(storage_state=…)`), keeps it published while it is used (debounced, see
 publisher), publishes once more with compare-and-set on the version read at the start, and closes
 the session. `open`/`close` are the two halves, for sessions that outlive one call
-(browser_sessions with profileId). The profile is the caller's: owners never share profiles.
+(browser_sessions with profileId). A one-shot job that makes its own context (scrape) uses `snapshot`
+and `save_back` instead: the state goes in with the call, and what the context ends with comes back
+with its result and is published with compare-and-set on the version read before. The profile is
+the caller's: owners never share profiles.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import anyio.to_thread
 
 from host.config import Settings
 from host.profiles.publisher import Binding, SnapshotPublisher
-from host.profiles.store import ProfileStore, PublishOutcome
+from host.profiles.store import ProfileStore, PublishOutcome, Snapshot, writer_id
 from host.sandboxes.manager import SandboxManager
 from host.sandboxes.models import Caller
 from rpc import methods
@@ -141,6 +144,32 @@ class ProfileSessions:
             authoritative=base_version is None,
         )
         return await self.publisher.publish(binding)
+
+    # -- one-shot jobs (scrape): the state goes in with the call and comes back with its result ------
+    async def snapshot(self, caller: Caller, profile_id: str) -> Snapshot:
+        """The caller's latest snapshot of the profile (made on first use), for a job that opens its own
+        context from it; hand what the job ends with to `save_back` with this snapshot's version."""
+        return await anyio.to_thread.run_sync(self.store.read, caller.owner, profile_id)
+
+    async def save_back(
+        self, caller: Caller, profile_id: str, state: StorageState | None, *, base_version: int, what: str
+    ) -> PublishOutcome | None:
+        """Publish a job's final state with compare-and-set on the version it started from (a newer
+        version published meanwhile wins; an unchanged state is no new version). Failures are logged,
+        not raised: the job itself succeeded."""
+        if state is None:
+            return None
+        data = state.model_dump(mode="json")
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: self.store.publish(
+                    caller.owner, profile_id, data, base_version=base_version, writer=writer_id(what)
+                )
+            )
+        except BoxwrightError as exc:
+            log.warning("profile %s/%s: %s not saved: %s [%s]", caller.owner, profile_id, what, exc.message,
+                        exc.code.value)  # fmt: skip
+            return None
 
     async def current_version(self, caller: Caller, profile_id: str) -> int:
         return await anyio.to_thread.run_sync(self.store.current_version, caller.owner, profile_id)

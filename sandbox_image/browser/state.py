@@ -8,11 +8,14 @@ keeps running and the person or agent on it notices nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.profiles import EMPTY_STATE, StateExportParams, StateExportResult, StateLoadParams, StateLoadResult
 from sandbox_image.browser.errors import PlaywrightError, clean_message
 from sandbox_image.browser.service import BrowserService
+from sandbox_image.browser.sessions import Session
 
 
 async def state_load(service: BrowserService, params: StateLoadParams, _deadline: Deadline) -> StateLoadResult:
@@ -21,18 +24,25 @@ async def state_load(service: BrowserService, params: StateLoadParams, _deadline
     return StateLoadResult.model_validate(service.sessions_result(session.id).model_dump())
 
 
-async def state_export(service: BrowserService, params: StateExportParams, _deadline: Deadline) -> StateExportResult:
-    session = service.sessions.get(params.sessionId)
+async def export_state(session: Session, *, indexed_db: bool) -> tuple[dict[str, Any], bool]:
+    """The session's storageState, and whether it came from its context (a session never used has none:
+    what it was opened with is still all it knows). The caller's deadline bounds this."""
     context = session.context
-    if context is None:  # never used: what it was opened with is still all it knows
-        state = session.storage_state or EMPTY_STATE
-        return StateExportResult.model_validate({"sessionId": session.id, "storageState": state, "fromContext": False})
-    try:  # the dispatcher's deadline bounds this (OPERATION_TIMEOUT)
-        exported = await context.storage_state(indexed_db=params.indexedDb)
+    if context is None:
+        return dict(session.storage_state or EMPTY_STATE), False
+    try:
+        exported = await context.storage_state(indexed_db=indexed_db)
     except PlaywrightError as exc:
         raise BoxwrightError(
             ErrorCode.EXECUTION_ERROR,
             f"cannot export session {session.id!r}: {clean_message(exc)}",
             details={"sessionId": session.id},
         ) from None
-    return StateExportResult.model_validate({"sessionId": session.id, "storageState": exported, "fromContext": True})
+    return dict(exported), True
+
+
+async def state_export(service: BrowserService, params: StateExportParams, _deadline: Deadline) -> StateExportResult:
+    session = service.sessions.get(params.sessionId)
+    state, from_context = await export_state(session, indexed_db=params.indexedDb)
+    result = {"sessionId": session.id, "storageState": state, "fromContext": from_context}
+    return StateExportResult.model_validate(result)

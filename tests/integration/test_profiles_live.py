@@ -3,9 +3,10 @@
 `boxwright login` starts a sandbox on profile p1 and prints a live view link; the test opens it in
 this machine's Chromium as a person would, clicks into the login form drawn on the canvas, types
 the credentials, submits and presses Done. Another server process (`boxwright serve --http`) then
-opens a session from p1 in a new sandbox and reaches the page behind the login; another owner's p1
-does not. The login site runs in a container the test starts (on the host's address on the
-sandboxes' bridge), reached by the sandboxes through an allowlist — no traffic goes anywhere else.
+reads the page behind the login in a new sandbox — through `scrape` with `profileId: p1` and through
+a browser session opened from p1 — while another owner's p1 does not. The login site runs in a
+container the test starts (on the host's address on the sandboxes' bridge), reached by the
+sandboxes through an allowlist — no traffic goes anywhere else.
 """
 
 from __future__ import annotations
@@ -205,6 +206,12 @@ async def test_login_through_the_live_view_then_another_server_reuses_it(
         a_sid = (await alice.ok("sandbox_create", box))["sandboxId"]
         b_sid = (await bob.ok("sandbox_create", box))["sandboxId"]
         try:
+            # TC-09: scrape behind the login, as p1, in this process's own sandbox.
+            page_args = {"url": f"{site}/account", "profileId": "p1"}
+            scraped = await alice.ok("scrape", {"sandboxId": a_sid, **page_args})
+            assert "Welcome alice" in scraped["markdown"] and scraped["title"] == "Account", scraped
+            theirs = await bob.ok("scrape", {"sandboxId": b_sid, **page_args})
+            assert "Please log in" in theirs["markdown"] and "Welcome" not in theirs["markdown"], theirs
             a = await alice.ok("browser_sessions", {"sandboxId": a_sid, "action": "create", "profileId": "p1"})
             assert a["profileVersion"] == summary["version"]
             assert await heading(alice, a_sid, a["sessionId"], f"{site}/account") == "Welcome alice"
