@@ -25,7 +25,7 @@ import anyio.to_thread
 from host.config import Settings
 from host.profiles.store import ProfileStore, PublishOutcome, writer_id
 from host.sandboxes.manager import SandboxManager
-from host.sandboxes.models import Caller, SandboxRecord
+from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from rpc import methods
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
@@ -138,6 +138,11 @@ class SnapshotPublisher:
         """Export and publish now (None when the binding is stale). Raises what the export raises."""
         async with binding.lock:
             if binding.stale and not binding.authoritative:
+                return None
+            rec = rec or self.manager.resolve(binding.caller, binding.sandbox_id)
+            if rec.status is SandboxStatus.PAUSED:
+                # Frozen by the idle timeout (long after its calls' debounced publish): nothing in it can
+                # change, and an export would only wait for the RPC timeout. The binding stays for later.
                 return None
             state = await self.export(binding, rec)
             base = None if binding.authoritative else binding.base_version

@@ -245,3 +245,24 @@ async def test_a_new_tool_gets_profiles_from_the_seam_without_changes_to_it(serv
         assert bad.code == "INVALID_PARAMETER"
         _, listed = await services.manager.call(local, None, m.BROWSER_SESSIONS, b.SessionsParams(), deadline())
         assert [s.sessionId for s in listed.sessions] == []  # every block closed its session
+
+
+async def test_a_paused_profile_session_is_skipped_then_published_after_resume(services: Services, site: str) -> None:
+    """A sandbox paused by the idle timeout (sandbox_pause here) is frozen: the publisher neither waits on it
+    nor drops the session; after the resume its changes are published as before."""
+    store, publisher, call = services.profiles.store, services.profiles.publisher, services.manager.call
+    async with services.running():
+        rec = await services.manager.create(LOCAL)
+        opened = await services.profiles.open(LOCAL, rec.id, "frozen")
+        assert await services.manager.freezer.pause(rec, "test")
+        started = time.monotonic()
+        assert await publisher.publish(opened.binding) is None
+        assert time.monotonic() - started < 5 and opened.binding.key in publisher.bindings
+        sid = opened.session_id
+        await call(LOCAL, rec.id, m.BROWSER_GOTO, b.GotoParams(sessionId=sid, url=f"{site}/login"), deadline())
+        assert rec.status.value == "running"  # the call resumed it
+        for selector, text in (("#email", login_site.USER), ("#password", login_site.PASSWORD)):
+            await call(LOCAL, rec.id, m.BROWSER_TYPE, b.TypeParams(sessionId=sid, selector=selector, text=text),
+                       deadline())  # fmt: skip
+        await call(LOCAL, rec.id, m.BROWSER_CLICK, b.ClickParams(sessionId=sid, selector="#submit"), deadline())
+        await eventually(lambda: store.read("local", "frozen").version == 1)
