@@ -76,6 +76,7 @@ class Services:
         self.jobs = JobSandboxes(self.manager)
         self.runs = RunManager(settings, self.manager, self.jobs, profiles=self.profiles)
         self.manager.activity.sources.append(self.runs.uses_sandbox)  # the idle timeout keeps their sandboxes
+        self.manager.activity.sources.append(self.live.views.watched)  # and those a person is driving
         self._prebuild = prebuild_image and self.image is not None
 
     @asynccontextmanager

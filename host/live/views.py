@@ -117,6 +117,10 @@ class ViewRegistry:
             return None
         return view if hmac.compare_digest(_digest(cookie), view.cookie_sha256) else None
 
+    def watched(self, sandbox_id: str) -> bool:
+        """Whether a person has a live view of the sandbox open (the idle timeout must not take it away)."""
+        return any(v.sandbox_id == sandbox_id and v.connections > 0 for v in self._views.values())
+
     def end(self, view: LiveView) -> None:
         self._views.pop(view.view_id, None)
         view.ended.set()

@@ -17,6 +17,7 @@ from playwright.async_api import Browser, Page, async_playwright
 from host.config import Settings
 from host.mcp.auth import TokenStore
 from host.mcp.server import http_app
+from host.sandboxes.models import Caller
 from host.services import Services
 from host.testing.fake_backend import FakeBackend
 from sandbox_image.browser.launch import LAUNCH_ARGS
@@ -90,14 +91,18 @@ async def until(page: Page, expression: str, timeout_s: float = 30.0) -> None:
 
 async def test_a_person_sees_the_session_and_drives_it(services: Services, site: str, viewer: Browser) -> None:
     async with serving(services) as mcp:
-        await mcp.ok("sandbox_create")
+        box = (await mcp.ok("sandbox_create"))["sandboxId"]
         sid = (await mcp.ok("browser_sessions", {"action": "create"}))["sessionId"]
         await mcp.ok("browser_goto", {"sessionId": sid, "url": f"{site}/login"})
+        assert not services.live.views.watched(box)
         link = await mcp.ok("browser_live_view", {"sessionId": sid})
         assert link["url"].startswith("http://127.0.0.1:") and "#token=" in link["url"]
 
         page = await open_view(viewer, link["url"])
         await until(page, "window.liveView.frames > 0 && window.liveView.status !== null")
+        # A person on the view keeps the sandbox from counting as idle (no tool call while they log in).
+        rec = services.manager.resolve(Caller(owner="local"), box)
+        assert services.live.views.watched(box) and await services.manager.activity.busy(rec)
         assert "#token" not in page.url  # the token left the address bar
         assert (await page.input_value("#url")) == f"{site}/login"
 
@@ -154,6 +159,7 @@ async def test_a_person_sees_the_session_and_drives_it(services: Services, site:
         await until(page, "window.liveView.ended === true")
         for p in (page, again, forged):
             await p.close()
+        assert not services.live.views.watched(box)
 
 
 async def test_a_link_for_a_missing_session_or_another_owners_sandbox_is_refused(services: Services) -> None:
@@ -175,8 +181,6 @@ async def test_live_routes_on_the_http_server_check_origin_and_credentials(
     app, _ = http_app(services, host="127.0.0.1", port=8765, tokens=TokenStore.load(path))
     base = "http://127.0.0.1:8765"
     async with services.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=base) as http:
-        from host.sandboxes.models import Caller
-
         alice = Caller(owner="alice", session="s", trust="remote")
         rec = await services.manager.create(alice)
         view, url = await services.live.link(alice, rec.id, "default")
@@ -210,8 +214,6 @@ async def test_the_websocket_refuses_foreign_origins_and_bad_messages(services: 
 
     from websockets.asyncio.client import connect
     from websockets.exceptions import InvalidStatus
-
-    from host.sandboxes.models import Caller
 
     local = Caller(owner="local", session="s", trust="local")
     async with services.running():
