@@ -19,12 +19,13 @@ import anyio
 from host import __version__, labels, logs
 from host.config import Settings
 from host.identity import IdentityError
-from host.mcp.auth import OWNER_PATTERN, TokenStore, default_token_file
+from host.mcp.auth import LOCAL_OWNER, OWNER_PATTERN, TokenStore, default_token_file
 from rpc.errors import BoxwrightError
 from rpc.settings import SettingsError
 
 if TYPE_CHECKING:
     from host.backends.base import SandboxBackend
+    from host.profiles.store import ProfileStore
 
 MakeBackend = Callable[[Settings], "SandboxBackend"]
 
@@ -193,6 +194,86 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if ok else 1
 
 
+def cmd_login(args: argparse.Namespace, settings: Settings) -> int:
+    from host.profiles.login import LoginRequest, run_login
+    from rpc.models.network import NetworkPolicy
+
+    network = None
+    if args.network or args.allow_host:
+        network = NetworkPolicy(mode=args.network or "allowlist", allowHosts=args.allow_host or [])
+    request = LoginRequest(
+        owner=args.owner,
+        profile_id=args.profile or settings.default_profile_id,
+        url=args.url,
+        network=network,
+        open_browser=not args.no_browser,
+    )
+    return anyio.run(run_login, settings, request)
+
+
+def _profile_store(settings: Settings) -> ProfileStore:
+    from host.profiles.store import ProfileStore
+
+    return ProfileStore(settings)
+
+
+def cmd_profile_list(args: argparse.Namespace, settings: Settings) -> int:
+    rows = [("PROFILE", "VERSION", "UPDATED", "COOKIES", "DOMAINS", "LOGIN")]
+    for p in _profile_store(settings).list(args.owner):
+        domains = ", ".join(p.cookieDomains[:3]) + (" …" if len(p.cookieDomains) > 3 else "")
+        rows.append((p.profileId, str(p.version), p.updatedAt, str(p.cookieCount), domains or "-",
+                     "running" if p.loginInProgress else "-"))  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return 0
+
+
+def cmd_profile_show(args: argparse.Namespace, settings: Settings) -> int:
+    summary = _profile_store(settings).summary(args.owner, args.profile or settings.default_profile_id)
+    print(summary.model_dump_json(indent=2))
+    return 0
+
+
+def cmd_profile_import(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    from host.profiles.store import writer_id
+
+    profile_id = args.profile or settings.default_profile_id
+    try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+        data = json.loads(text)
+    except (OSError, ValueError) as exc:
+        print(f"error: cannot read a JSON storageState from {args.file}: {type(exc).__name__}", file=sys.stderr)
+        return 2
+    outcome = _profile_store(settings).import_state(args.owner, profile_id, data, writer=writer_id("import"))
+    print(f"profile {profile_id!r}: {outcome.outcome}, version {outcome.version}", file=sys.stderr)
+    return 0
+
+
+def cmd_profile_export(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+    import os
+
+    snapshot = _profile_store(settings).read(args.owner, args.profile or settings.default_profile_id)
+    text = json.dumps(snapshot.state, indent=2, ensure_ascii=False) + "\n"
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds cookie values
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        print(f"version {snapshot.version} written to {args.output} (mode 600)", file=sys.stderr)
+    return 0
+
+
+def cmd_profile_rm(args: argparse.Namespace, settings: Settings) -> int:
+    _profile_store(settings).remove(args.owner, args.profile)
+    print(f"profile {args.profile!r} removed", file=sys.stderr)
+    return 0
+
+
 def cmd_token_add(args: argparse.Namespace, settings: Settings) -> int:
     import re
 
@@ -256,6 +337,36 @@ def build_parser() -> argparse.ArgumentParser:
     ta.add_argument("owner")
     ta.add_argument("--token-file", default=str(default_token_file()))
     ta.set_defaults(func=cmd_token_add)
+
+    owner_help = "whose profiles: 'local' (stdio callers, the default) or an HTTP owner's name"
+    lg = sub.add_parser("login", help="log in by hand through a live view; the login is saved to a profile")
+    lg.add_argument("--profile", default=None, help="profile to save to (default: master)")
+    lg.add_argument("--url", default=None, help="page to open first, e.g. the site's login page")
+    lg.add_argument("--owner", default=LOCAL_OWNER, help=owner_help)
+    lg.add_argument("--network", choices=["public", "none", "allowlist"], default=None, help="the sandbox's network")
+    lg.add_argument("--allow-host", action="append", default=None, help="with --network allowlist (repeatable)")
+    lg.add_argument("--no-browser", action="store_true", help="only print the live view link")
+    lg.set_defaults(func=cmd_login)
+
+    pr = sub.add_parser("profile", help="login profiles").add_subparsers(dest="profile_command", required=True)
+    pl = pr.add_parser("list", help="profiles, with versions and cookie domains")
+    pl.set_defaults(func=cmd_profile_list)
+    ps = pr.add_parser("show", help="a profile's metadata and cookie domains (never values)")
+    ps.add_argument("profile", nargs="?", default=None)
+    ps.set_defaults(func=cmd_profile_show)
+    pi = pr.add_parser("import", help="import a storageState JSON from any Playwright tool ('-': stdin)")
+    pi.add_argument("file")
+    pi.add_argument("--profile", default=None)
+    pi.set_defaults(func=cmd_profile_import)
+    pe = pr.add_parser("export", help="write a profile's storageState JSON (holds cookie values: keep it safe)")
+    pe.add_argument("--profile", default=None)
+    pe.add_argument("--output", "-o", default=None, help="file (created mode 600); stdout if omitted")
+    pe.set_defaults(func=cmd_profile_export)
+    pd = pr.add_parser("rm", help="delete a profile")
+    pd.add_argument("profile")
+    pd.set_defaults(func=cmd_profile_rm)
+    for command in (pl, ps, pi, pe, pd):
+        command.add_argument("--owner", default=LOCAL_OWNER, help=owner_help)
     return p
 
 

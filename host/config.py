@@ -5,6 +5,7 @@ build, logging — reads its configuration from here."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -12,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from rpc.models.network import parse_allow_entry
+from rpc.models.profiles import DEFAULT_PROFILE_ID, PROFILE_ID_PATTERN, profile_id_problem
 from rpc.settings import EnvSettings
 
 DEFAULT_IMAGE = "boxwright-sandbox:latest"
@@ -150,6 +152,41 @@ class Settings(EnvSettings):
         pattern=SIZE_PATTERN,
         description="Each tmpfs scratch mount (/tmp, the homes); default an eighth of its memory",
     )
+    # Login profiles (seed 004 §2.8.2) and the live view.
+    snapshot_root: Path | None = Field(
+        None,
+        description="Where login profiles are kept, per owner and profile (default: `profiles` in the state dir)",
+    )
+    default_profile_id: str = Field(
+        DEFAULT_PROFILE_ID, description="Profile of `boxwright login` and `boxwright profile` without --profile"
+    )
+    profile_id_regex: str = Field(
+        PROFILE_ID_PATTERN, description="Profile ids must match this too ('/', '\\' and '..' are refused anyway)"
+    )
+    snapshot_refresh_on_request_end: bool = Field(
+        True, description="Publish a profile session's state after each tool call on it (debounced)"
+    )
+    snapshot_refresh_debounce_ms: int = Field(
+        500, ge=0, description="Calls this close together publish once, when they stop"
+    )
+    snapshot_refresh_interval_ms: int = Field(
+        30_000, ge=1000, description="A profile session in use publishes at least this often (backstop)"
+    )
+    snapshot_publish_lock_timeout_ms: int = Field(500, ge=1, description="How long a publish waits for publish.lock")
+    login_refresh_interval_ms: int = Field(
+        5000, ge=500, description="`boxwright login` publishes the profile this often while you log in"
+    )
+    login_timeout_ms: int = Field(0, ge=0, description="`boxwright login` gives up after this long (0: never)")
+    include_indexed_db_in_snapshot: bool = Field(False, description="Snapshots include IndexedDB (large)")
+    snapshot_dir_permission: str = Field("700", pattern=r"^[0-7]{3}$", description="Mode of profile directories")
+    snapshot_file_permission: str = Field("600", pattern=r"^[0-7]{3}$", description="Mode of state.json and meta.json")
+    live_view_base_url: str | None = Field(
+        None, description="Base of live view links (default: the HTTP server's own address, or the loopback listener's)"
+    )
+    live_view_port: int = Field(
+        0, ge=0, le=65535, description="Port of the loopback live view listener of stdio and `boxwright login` (0: any)"
+    )
+    live_view_link_ttl: int = Field(600, ge=10, description="Seconds a live view link stays valid until its first use")
     # Logs.
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
         "INFO", description="Host log level (logs go to stderr)"
@@ -188,6 +225,23 @@ class Settings(EnvSettings):
     def _level_name(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
 
+    @field_validator("default_profile_id")
+    @classmethod
+    def _usable_profile_id(cls, value: str) -> str:
+        problem = profile_id_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("profile_id_regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
     @property
     def nano_cpus(self) -> int:
         return int(self.cpus * 1e9)
@@ -224,3 +278,7 @@ class Settings(EnvSettings):
                 f"{self.env_name('shm_size')} or raise {self.env_name('mem_limit')}"
             )
         return self
+
+    @property
+    def profiles_root(self) -> Path:
+        return self.snapshot_root or self.state_dir / "profiles"

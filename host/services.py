@@ -1,7 +1,7 @@
-"""The host's object graph — settings, backend, image, sandbox manager, template runs — and its
-background work (TTL reaper, warm pool refill, run sweeper, image pre-build). Every entry point
-(stdio, HTTP, CLI, tests) runs inside `Services.running()`, so sandboxes are reconciled on start and
-cleaned up on stop exactly once."""
+"""The host's object graph — settings, backend, image, sandbox manager, template runs, login profiles,
+live view — and its background work (TTL reaper, warm pool refill, run sweeper, image pre-build, profile
+publishing, the live view's listener). Every entry point (stdio, HTTP, CLI, tests) runs inside
+`Services.running()`, so sandboxes are reconciled on start and cleaned up on stop exactly once."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from host.backends.base import SandboxBackend
 from host.backends.docker_backend import DockerBackend
 from host.config import Settings
 from host.image.builder import ensure_image
+from host.live import LiveViewService
+from host.profiles import ProfileSessions
 from host.runs.manager import RunManager
 from host.sandboxes.jobs import JobSandboxes
 from host.sandboxes.manager import SandboxManager
@@ -69,9 +71,12 @@ class Services:
             backend = docker_backend
         self.backend = backend
         self.manager = SandboxManager(settings, backend, image_provider=self.image.ensure if self.image else None)
+        self.profiles = ProfileSessions(settings, self.manager)
+        self.live = LiveViewService(settings, self.manager, self.profiles.publisher)
         self.jobs = JobSandboxes(self.manager)
-        self.runs = RunManager(settings, self.manager, self.jobs)
+        self.runs = RunManager(settings, self.manager, self.jobs, profiles=self.profiles)
         self.manager.activity.sources.append(self.runs.uses_sandbox)  # the idle timeout keeps their sandboxes
+        self.manager.activity.sources.append(self.live.views.watched)  # and those a person is driving
         self._prebuild = prebuild_image and self.image is not None
 
     @asynccontextmanager
@@ -79,10 +84,11 @@ class Services:
         await self.manager.start()
         try:
             await self.runs.start()  # after the manager adopted what a previous server left
-            async with anyio.create_task_group() as tg:
+            async with self.live.running(), anyio.create_task_group() as tg:
                 await tg.start(self.runs.serve)
                 tg.start_soon(self.manager.run_reaper)
                 tg.start_soon(self.manager.pool.run)
+                tg.start_soon(self.profiles.publisher.run)
                 if self._prebuild:
                     tg.start_soon(self._prebuild_image)
                 try:
@@ -90,6 +96,7 @@ class Services:
                 finally:
                     tg.cancel_scope.cancel()
         finally:
+            await self.profiles.publisher.flush_all()
             await self.manager.close()
 
     async def _prebuild_image(self) -> None:

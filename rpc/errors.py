@@ -195,7 +195,8 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     ErrorCode.STEP_EXECUTION_FAILED: "see details.failedStep and details.stepErrorCode",
     ErrorCode.ARTIFACT_NOT_FOUND: "check the artifactId in the run's artifacts",
     ErrorCode.ARTIFACT_EXPIRED: "run the task again to produce a fresh artifact",
-    ErrorCode.PROFILE_NOT_FOUND: "check the profileId, or omit it to use the default profile",
+    ErrorCode.PROFILE_NOT_FOUND: "check the profileId with profile_list (or `boxwright profile list`); a profile is "
+    "created on first use by browser_sessions, scrape or `boxwright login`",
     ErrorCode.PROFILE_BUSY: "the profile is in use (a login is running, or its snapshot is being written): "
     "retry in a moment, or use another profileId",
     ErrorCode.SANDBOX_NOT_FOUND: "call sandbox_list to see your sandboxes, or sandbox_create to make one",

@@ -8,6 +8,7 @@ from typing import Generic, TypeVar
 from rpc.models import browser as b
 from rpc.models import code as c
 from rpc.models import files as f
+from rpc.models import profiles as pr
 from rpc.models import tasks as t
 from rpc.models.base import Params, Result
 from rpc.models.sandbox import (
@@ -71,6 +72,13 @@ BROWSER_HANDLE_DIALOG = Method("browser.handle_dialog", b.HandleDialogParams, b.
 BROWSER_EVALUATE = Method("browser.evaluate", b.EvaluateParams, b.EvaluateResult)
 BROWSER_CONSOLE = Method("browser.console", b.ConsoleParams, b.ConsoleResult, 10_000)
 
+# Login profiles (host/profiles): a session opened from a storageState, and its export. Not MCP tools:
+# the state holds cookie values.
+BROWSER_STATE_LOAD = Method("browser.state_load", pr.StateLoadParams, pr.StateLoadResult, 15_000)
+BROWSER_STATE_EXPORT = Method("browser.state_export", pr.StateExportParams, pr.StateExportResult, 15_000)
+
+PROFILES: tuple[Method, ...] = (BROWSER_STATE_LOAD, BROWSER_STATE_EXPORT)
+
 BROWSER: tuple[Method, ...] = (
     BROWSER_GOTO,
     BROWSER_BACK,
@@ -121,6 +129,7 @@ ALL: tuple[Method, ...] = (
     FILE_LIST,
     FILE_DELETE,
     *BROWSER,
+    *PROFILES,
     *TASKS,
     SCRAPE_PAGE,
 )

@@ -9,9 +9,11 @@ import pwd
 
 from aiohttp import web
 
+from rpc.models.live import LIVE_PATH
 from rpc.models.sandbox import Health
 from sandbox_image import activity, browser, claim, files, info, tasks
 from sandbox_image.auth import TokenAuth
+from sandbox_image.browser import live
 from sandbox_image.code import client as code_client
 from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
@@ -54,6 +56,7 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
         auth=auth,
         max_body_bytes=settings.max_body_bytes,
     )
+    app.router.add_get(LIVE_PATH, live.handler(browser_service, auth))  # the live view's WebSocket
 
     async def open_runner(_app: web.Application) -> None:
         await runner.start()

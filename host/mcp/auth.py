@@ -84,20 +84,32 @@ def verified_owner(tokens: TokenStore | None, raw_headers: Iterable[tuple[bytes,
 
 class BearerAuthMiddleware:
     """Verifies the credentials of every HTTP request before the MCP layer sees it (401 otherwise) and
-    records the verified owner in the scope. `tokens=None`: an anonymous loopback server (owner `local`)."""
+    records the verified owner in the scope. `tokens=None`: an anonymous loopback server (owner `local`).
+    `open_prefixes`: routes that verify credentials of their own (the live view: a one-time link, then
+    a cookie; a person's browser cannot send a bearer token) — let through, HTTP and WebSocket alike,
+    with no owner recorded."""
 
     def __init__(
-        self, app: ASGIApp, tokens: TokenStore | None, open_paths: frozenset[str] = frozenset({"/healthz"})
+        self,
+        app: ASGIApp,
+        tokens: TokenStore | None,
+        open_paths: frozenset[str] = frozenset({"/healthz"}),
+        open_prefixes: tuple[str, ...] = (),
     ) -> None:
         self.app = app
         self.tokens = tokens
         self.open_paths = open_paths
+        self.open_prefixes = open_prefixes  # routes that check credentials of their own (the live view)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan" or (scope["type"] == "http" and scope.get("path") in self.open_paths):
+        path = scope.get("path") or ""
+        opened = scope["type"] == "http" and path in self.open_paths
+        opened = opened or (scope["type"] in ("http", "websocket") and path.startswith(self.open_prefixes))
+        if scope["type"] == "lifespan" or opened:
+            scope.pop(OWNER_SCOPE_KEY, None)
             await self.app(scope, receive, send)
             return
-        if scope["type"] != "http":  # websockets: not part of this server
+        if scope["type"] != "http":  # websockets other than the open routes: not part of this server
             await send({"type": "websocket.close", "code": 1008})
             return
         scope.pop(OWNER_SCOPE_KEY, None)  # only this middleware names the owner

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import socket
 from collections.abc import Callable, Iterator, Sequence
 
 import anyio
@@ -24,7 +25,7 @@ from host.mcp.hosts import is_loopback, transport_security
 from host.mcp.registry import ToolSpec, build_tool
 from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
 from host.mcp.resources import register_resources
-from host.mcp.tools import browser, code, files, sandbox, scrape, templates
+from host.mcp.tools import browser, code, files, profiles, sandbox, scrape, templates
 from host.sandboxes.models import Caller
 from host.services import Services
 
@@ -38,17 +39,19 @@ to /workspace), browse with browser_goto then browser_snapshot (act on elements 
 with browser_click/browser_type), and destroy the sandbox with sandbox_destroy when done. For multi-step \
 browser jobs without step-by-step calls, run a template (list_task_templates, run_task_template, get_task_run). \
 To read one web page as markdown, html, links or a screenshot, call scrape (no sandbox needed). \
-Every result starts with a one-line summary followed by JSON; errors carry errorCode and recoverHint — follow \
-the hint."""
+For sites that need a login, open a session from a saved login profile (browser_sessions create with profileId; \
+scrape takes profileId too), or hand a person the link from browser_live_view so they can log in (or solve a \
+CAPTCHA) in your session themselves. Every result starts with a one-line summary followed by JSON; errors carry \
+errorCode and recoverHint — follow the hint."""
 
 
 TOOLSETS: dict[str, Callable[[Services], list[ToolSpec]]] = {
     "sandbox": lambda s: sandbox.tools(s.manager),
     "code": lambda s: code.tools(s.manager),
     "files": lambda s: files.tools(s.manager),
-    "browser": lambda s: browser.tools(s.manager),
+    "browser": lambda s: browser.tools(s.manager) + profiles.tools(s),
     "templates": lambda s: templates.tools(s.runs),
-    "scrape": lambda s: scrape.tools(s.manager, s.jobs),
+    "scrape": lambda s: scrape.tools(s.manager, s.jobs, s.profiles),
 }
 
 
@@ -101,6 +104,14 @@ def http_caller(services: Services) -> CallerResolver:
     return CallerResolver("http", http_trust=services.settings.http_trust_level)
 
 
+def _url_host(host: str) -> str:
+    """How links name this server: a wildcard bind by the machine's name (set BOXWRIGHT_LIVE_VIEW_BASE_URL
+    when people reach it by another), an IPv6 address in brackets."""
+    if host in ("0.0.0.0", "::", ""):
+        return socket.gethostname()
+    return f"[{host}]" if ":" in host else host
+
+
 def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) -> tuple[Starlette, MCPServer]:
     server = build_server(services, http_caller(services))
     settings = services.settings
@@ -120,10 +131,13 @@ def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) ->
         return JSONResponse({"status": "ok", "version": __version__})
 
     app.add_route("/healthz", healthz, methods=["GET"])
+    # The live view's pages: the same Host/Origin checks; their own credentials (views.py), so the
+    # bearer middleware lets them through (a person's browser cannot send a bearer token).
+    app.router.routes.extend(services.live.serve_on(f"http://{_url_host(host)}:{port}", security))
     app.add_middleware(RequestSizeLimit)
     app.state.allowed_hosts = security.allowed_hosts
     # Always: it is the one place a request's identity comes from (owner `local` without tokens).
-    app.add_middleware(BearerAuthMiddleware, tokens=tokens if len(tokens) else None)
+    app.add_middleware(BearerAuthMiddleware, tokens=tokens if len(tokens) else None, open_prefixes=("/live/",))
     return app, server
 
 
@@ -143,7 +157,7 @@ async def serve_http(services: Services, *, host: str, port: int, tokens: TokenS
         names = f"{Settings.env_name('allowed_hosts')} / {Settings.env_name('allowed_origins')}"
         raise SystemExit(f"cannot serve: {exc} (see {names}, or --allowed-host / --allowed-origin)") from None
     log.info("accepting Host headers: %s", ", ".join(app.state.allowed_hosts))
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", ws="websockets-sansio")
     server = _UvicornServer(config)
 
     def stop() -> None:

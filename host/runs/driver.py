@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 
+from host.profiles import ProfileSessions
 from host.runs.live import LiveRun
 from host.runs.store import RunStore
 from host.sandboxes.jobs import JobSandboxes
@@ -71,26 +72,31 @@ class RunDriver:
         store: RunStore,
         publish: Publish,
         catalog: dict[str, TemplateSpec] = CATALOG,
+        *,
+        profiles: ProfileSessions | None = None,
     ) -> None:
         self.sandboxes = sandboxes
         self.jobs = jobs
         self.store = store
         self.publish = publish
         self.catalog = catalog
+        self.profiles = profiles
 
     async def execute(self, live: LiveRun) -> None:
         """Run it to a terminal state; every failure ends the run `failed` with the error that caused it.
         A job sandbox is released before the end is published: once a run shows as ended, nothing of it
         is still open."""
         rec = live.record
+        status: RunStatus = "failed"
         try:
             status, error = await self._drive(live)
         except BoxwrightError as exc:
             live.inputs = None
             status, error = "failed", exc
         finally:
-            if live.sandbox is not None and rec.sandbox_kind == "job":
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                await self._save_to_profiles(live, succeeded=status == "succeeded")
+                if live.sandbox is not None and rec.sandbox_kind == "job":
                     await self.jobs.release(live.sandbox, keep=rec.kept)
         rec.finish(status, error)
         self.publish(live, True)
@@ -101,6 +107,9 @@ class RunDriver:
         if rec.cancel_requested:  # canceled while its sandbox was being made: nothing was started
             live.inputs = None
             return "canceled", canceled_before_start(rec.run_id)
+        if rec.profile_id is not None and self.profiles is not None:
+            opened = await self.profiles.open(live.caller, rec.sandbox_id, rec.profile_id)
+            live.profile, rec.session_id = opened.binding, opened.session_id
         status = await self._start(live)
         final = await self._follow(live, status)
         if final is None:
@@ -130,7 +139,7 @@ class RunDriver:
             runId=rec.run_id,
             templateId=rec.template_id,
             templateVersion=rec.template_version,
-            sessionId=rec.session_id if rec.session_given else None,
+            sessionId=rec.session_id if rec.session_given or live.profile is not None else None,
             inputs=live.inputs or {},
             runTimeoutMs=rec.timeout_ms,
             trustLevel=rec.trust_level,
@@ -214,6 +223,31 @@ class RunDriver:
                     raise ValueError(f"the agent returned an empty chunk of {ref.artifactId} at {offset}")
         if offset != ref.size:
             raise ValueError(f"{ref.artifactId}: copied {offset} bytes, expected {ref.size}")
+
+    async def _save_to_profiles(self, live: LiveRun, *, succeeded: bool) -> None:
+        """What the run changed goes back to its login profile (compare-and-set on the version it was
+        opened from), and a successful login_keep_session to publishToProfile (on the version when the
+        run was accepted); then the profile's session is closed, unless login_keep_session keeps it."""
+        rec = live.record
+        if self.profiles is None:
+            return
+        if rec.publish_to is not None and succeeded and rec.sandbox_id and rec.session_id:
+            try:
+                outcome = await self.profiles.publish_session(
+                    live.caller, rec.sandbox_id, rec.session_id, rec.publish_to, base_version=rec.publish_base_version
+                )
+            except BoxwrightError as exc:
+                log.warning("run %s: the login was not saved to profile %s (%s)", rec.run_id, rec.publish_to,
+                            exc.code.value)  # fmt: skip
+            else:
+                if outcome is not None and outcome.outcome != "stale":
+                    rec.profile_version = outcome.version
+        if live.profile is not None:
+            saved_already = succeeded and rec.publish_to == rec.profile_id
+            outcome = await self.profiles.close(live.profile, publish=not saved_already, close_session=not rec.kept)
+            if outcome is not None and outcome.outcome != "stale":
+                rec.profile_version = outcome.version
+            live.profile = None
 
     # -- state -------------------------------------------------------------------------------
     def _apply(self, live: LiveRun, status: TaskStatus) -> None:

@@ -23,6 +23,7 @@ import anyio
 import anyio.abc
 
 from host.config import Settings
+from host.profiles import ProfileSessions
 from host.runs.artifacts import ArtifactStore
 from host.runs.driver import RunDriver, canceled_before_start, rpc_deadline
 from host.runs.live import LiveRun
@@ -68,16 +69,18 @@ class RunManager:
         sandboxes: SandboxManager,
         jobs: JobSandboxes | None = None,
         *,
+        profiles: ProfileSessions | None = None,
         catalog: dict[str, TemplateSpec] = CATALOG,
     ) -> None:
         self.settings = settings
         self.sandboxes = sandboxes
         self.jobs = jobs or JobSandboxes(sandboxes)
+        self.profiles = profiles
         self.catalog = catalog
         self.store = RunStore(settings.state_dir, settings.namespace)
         self.artifacts = ArtifactStore(self.store, settings.run_retention)
         self.slots = FifoSlots(MAX_CONCURRENT_RUNS)
-        self.driver = RunDriver(sandboxes, self.jobs, self.store, self._publish, catalog)
+        self.driver = RunDriver(sandboxes, self.jobs, self.store, self._publish, catalog, profiles=profiles)
         self._records: dict[str, RunRecord] = {}
         self._live: dict[str, LiveRun] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -151,6 +154,8 @@ class RunManager:
         timeout_ms = checked.timeout_ms
         if mode == "sync" and req.options.timeoutMs is None:
             timeout_ms = effective_timeout_ms(spec, SYNC_DEFAULT_TIMEOUT_MS)
+        publish_to: str | None = getattr(checked.inputs, "publishToProfile", None)
+        publish_base = await self._check_profiles(caller, req.profileId, publish_to)
         sandbox_id = await self._check_sandbox(caller, req)
         if self._tg is None:
             raise BoxwrightError(ErrorCode.INTERNAL_ERROR, "template runs are not being served (server stopping?)")
@@ -169,6 +174,9 @@ class RunManager:
             sandbox_kind="job" if sandbox_id is None else "caller",
             session_id=req.sessionId,
             session_given=req.sessionId is not None,
+            profile_id=req.profileId,
+            publish_to=publish_to,
+            publish_base_version=publish_base,
         )
         self.store.hold(rec.run_id)
         self.store.save(rec)
@@ -278,6 +286,17 @@ class RunManager:
     def _kept(self, run_id: str) -> bool:
         rec = self._records.get(run_id)
         return rec is not None and rec.kept
+
+    async def _check_profiles(self, caller: Caller, profile_id: str | None, publish_to: str | None) -> int | None:
+        """The profiles a run names are the caller's own and valid; returns the version publishToProfile's
+        compare-and-set starts from (the profile is made, at version 0, if it is new)."""
+        if profile_id is None and publish_to is None:
+            return None
+        if self.profiles is None:
+            raise BoxwrightError(ErrorCode.INVALID_PARAMETER, "this server keeps no login profiles")
+        if profile_id is not None:
+            self.profiles.store.paths.profile_dir(caller.owner, profile_id)  # the configured pattern, no disk
+        return None if publish_to is None else await self.profiles.current_version(caller, publish_to)
 
     async def _check_sandbox(self, caller: Caller, req: RunTaskTemplateRequest) -> str | None:
         """The caller's sandbox the run is to use (None: a job sandbox), refusing what cannot work now."""

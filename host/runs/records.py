@@ -55,6 +55,10 @@ class RunRecord(BaseModel):
     session_id: str | None = None
     session_given: bool = False
     kept: bool = Field(False, description="login_keep_session kept its session (and a job sandbox)")
+    profile_id: str | None = Field(None, description="The login profile the run's session was opened from")
+    publish_to: str | None = Field(None, description="login_keep_session's publishToProfile")
+    publish_base_version: int | None = Field(None, description="That profile's version when the run was accepted")
+    profile_version: int | None = Field(None, description="The profile version the run saved")
     cancel_requested: bool = False
     result: dict[str, Any] | None = None
     artifacts: list[ArtifactRef] = Field(default_factory=list)
@@ -112,6 +116,8 @@ class RunRecord(BaseModel):
             cancelRequested=self.cancel_requested,
             sandboxId=self.sandbox_id if shows_sandbox else None,
             sessionId=self.session_id if shows_session else None,
+            profileId=self.profile_id or self.publish_to,
+            profileVersion=self.profile_version,
         )
 
     def summary(self) -> TaskRunSummary:

@@ -1,6 +1,7 @@
 """Is an idle-looking sandbox really idle? The idle timeout counts from the last tool call, but work
 goes on without calls: a call still in flight (a long code_run, a sync template run), background
-processes, template runs — the host's own (queued for a slot or running) and the agent's. Before the
+processes, template runs — the host's own (queued for a slot or running) and the agent's —, a person
+driving its browser through the live view (a login takes minutes without a tool call). Before the
 idle timeout pauses or removes a sandbox, it asks here; busy means the sandbox counts as used now.
 The TTL is not asked: it is the hard limit.
 """
@@ -28,7 +29,7 @@ BusySource = Callable[[str], bool]  # sandbox id -> whether something of the hos
 class Activity:
     def __init__(self, agent: AgentClient) -> None:
         self.agent = agent
-        self.sources: list[BusySource] = []  # e.g. the RunManager's runs in flight
+        self.sources: list[BusySource] = []  # the RunManager's runs in flight, the live view's viewers
         self._in_flight: Counter[str] = Counter()
 
     @contextmanager
@@ -47,7 +48,7 @@ class Activity:
         if self._in_flight.get(rec.id):
             return "a call in flight"
         if any(source(rec.id) for source in self.sources):
-            return "a template run of the server's"
+            return "work of the server's own (a template run, or a person on its live view)"
         if rec.endpoint is None:
             return None
         try:

@@ -15,6 +15,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -52,6 +53,19 @@ Progress = Callable[[int, str], Awaitable[None]]  # (step 1..CREATE_STEPS, messa
 CREATE_STEPS = 4
 LOG_TAIL_CHARS = 2000
 EXTEND_TIMEOUT_S = 10.0
+# How long listeners may take over a sandbox about to be removed (e.g. publishing a login profile).
+REMOVING_GRACE_S = 10.0
+
+
+class CallListener(Protocol):
+    """Told about every call into a sandbox and every sandbox about to go (login profiles publish their
+    sessions then; the live view shows when the agent is acting). Must not raise."""
+
+    def call_started(self, rec: SandboxRecord, method: Method[Any, Any], params: Any) -> None: ...
+
+    def call_ended(self, rec: SandboxRecord, method: Method[Any, Any], params: Any) -> None: ...
+
+    async def sandbox_removing(self, rec: SandboxRecord) -> None: ...
 
 
 def _boxwright_error_in(exc: BaseException) -> BoxwrightError | None:
@@ -91,6 +105,7 @@ class SandboxManager:
         self.creating = 0  # live creates in flight (the pool's refill waits for them)
         self._no_creates = anyio.Event()
         self._no_creates.set()
+        self.listeners: list[CallListener] = []
 
     # -- lifecycle of the manager ------------------------------------------------------------
     async def start(self) -> None:
@@ -355,11 +370,15 @@ class SandboxManager:
                 details={"sandboxId": rec.id, "status": rec.status.value},
             )
         rec.last_used = datetime.now(UTC)
+        for listener in self.listeners:
+            listener.call_started(rec, method, params)
         with self.activity.call(rec):
             try:
                 return await self._call(rec, method, params, deadline)
             finally:
                 rec.last_used = datetime.now(UTC)  # a long call counts as use until it ends
+                for listener in self.listeners:
+                    listener.call_ended(rec, method, params)
 
     async def _call(
         self, rec: SandboxRecord, method: Method[P, R], params: P, deadline: Deadline
@@ -437,8 +456,13 @@ class SandboxManager:
                 log.exception("reaper sweep failed")
 
     async def _remove(self, rec: SandboxRecord, reason: str, *, tombstone: bool = True) -> None:
+        was_up = rec.status in (SandboxStatus.RUNNING, SandboxStatus.PAUSED)
         rec.status = SandboxStatus.DESTROYING
         with anyio.CancelScope(shield=True):
+            if was_up and self.listeners:
+                with anyio.move_on_after(REMOVING_GRACE_S):
+                    for listener in self.listeners:
+                        await listener.sandbox_removing(rec)
             try:
                 await anyio.to_thread.run_sync(self.backend.remove, rec.id, rec.container_id)
             finally:

@@ -258,6 +258,7 @@ class SessionInfo(Result):
     sessionId: str
     tabCount: int
     isDefault: bool
+    profileId: str | None = Field(None, description="The login profile the session was opened from")
 
 
 class SessionsResult(Result):

@@ -15,13 +15,13 @@ MAX_PAGE_BYTES are refused with PAGE_TOO_LARGE rather than parsed.
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from rpc.models.base import Params, Result
 from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, MAX_FULL_PAGE_HEIGHT
+from rpc.models.profiles import DEFAULT_PROFILE_ID, ProfileId, StorageState
 from rpc.models.templates import HttpUrl
 
 ScrapeFormat = Literal["markdown", "html", "links", "screenshot", "fullscreenshot"]
@@ -37,40 +37,6 @@ MAX_LINKS = 10_000
 MAX_LINKS_BYTES = 1 * MIB
 MAX_SCREENSHOT_BYTES = 4 * MIB  # the PNG; base64 makes it 5.3 MiB on the wire
 MAX_PAGE_BYTES = 8 * MIB  # the HTML to parse (the server's or the rendered one)
-
-# Seed 004 §2.2.1 / §2.5.4: the profile id pattern, and no separators or '..' on top of it.
-PROFILE_ID_PATTERN = r"^[a-zA-Z0-9._-]{1,64}$"
-DEFAULT_PROFILE_ID = "master"
-_FORBIDDEN_PARTS = ("/", "\\", "..", "\x00")
-
-
-def profile_id_problem(value: str) -> str | None:
-    """Why `value` is not a usable profile id, or None (string checks only: no path is built)."""
-    if any(part in value for part in _FORBIDDEN_PARTS):
-        return "must not contain '/', '\\' or '..'"
-    if value == ".":
-        return "must not be '.'"
-    if not re.fullmatch(PROFILE_ID_PATTERN, value):
-        return f"must match {PROFILE_ID_PATTERN}"
-    return None
-
-
-def _check_profile_id(value: str) -> str:
-    problem = profile_id_problem(value)
-    if problem is not None:
-        raise ValueError(problem)
-    return value
-
-
-ProfileId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=64,
-        description="Login profile: letters, digits, '.', '_' and '-', at most 64 (no '..')",
-    ),
-    AfterValidator(_check_profile_id),
-]
 
 
 class ScrapeOptions(Params):
@@ -125,6 +91,12 @@ class ScrapePageParams(ScrapeOptions):
         description="Playwright storageState (cookies, origins) the context starts with; never logged or returned",
         repr=False,
     )
+    exportState: bool = Field(
+        False,
+        description="Return the context's storageState as it is after the page was read (the host saves it back "
+        "to the login profile; the scrape tool never returns it)",
+    )
+    indexedDb: bool = Field(False, description="With exportState: include IndexedDB (large; off unless asked)")
 
 
 class ScrapeMetadata(Result):
@@ -167,3 +139,4 @@ class ScrapeOutput(Result):
 
 class ScrapePageResult(ScrapeOutput):
     screenshot: str | None = Field(None, description="Base64 PNG (screenshot formats)", repr=False)
+    storageState: StorageState | None = Field(None, description="With exportState: the context's state", repr=False)

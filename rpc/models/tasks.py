@@ -12,12 +12,13 @@ The per-template inputs and outputs live in rpc.models.templates, the catalog in
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from rpc.errors import ErrorBody
 from rpc.models.base import Params, Result
+from rpc.models.profiles import ProfileId
 
 RUNTIME_VERSION = "0.2.0"
 MAX_CONCURRENT_RUNS = 5
@@ -115,6 +116,17 @@ class RunTaskTemplateRequest(Params):
     )
     inputs: dict[str, Any] = Field(default_factory=dict, description="Checked against the template's inputsSchema")
     options: RunOptions = Field(default_factory=RunOptions)
+    profileId: ProfileId | None = Field(
+        None,
+        description="Run in a browser session opened from this login profile (yours); what the run changes (new "
+        "cookies) is saved back to it when the run ends. Not with sessionId.",
+    )
+
+    @model_validator(mode="after")
+    def _one_session(self) -> Self:
+        if self.profileId is not None and self.sessionId is not None:
+            raise ValueError("give sessionId or profileId, not both (a profile opens a session of its own)")
+        return self
 
 
 class RunProgress(Result):
@@ -186,6 +198,10 @@ class RunTaskTemplateResponse(Result):
     sandboxId: str | None = None
     sessionId: str | None = Field(None, description="The browser session the run used")
     steps: list[StepInfo] | None = None
+    profileId: str | None = Field(None, description="The login profile the run used or saved to")
+    profileVersion: int | None = Field(
+        None, description="The profile's version after the run saved it (absent: nothing saved, e.g. a newer login)"
+    )
 
     # No return annotation on purpose: with one, pydantic would publish it (a bare object) as the schema.
     @model_serializer(mode="wrap")

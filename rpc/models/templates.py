@@ -13,6 +13,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from rpc.models.base import Params, Result
 from rpc.models.browser import ContentSection, PageElement
+from rpc.models.profiles import ProfileId
 from rpc.models.tasks import ResultSummary, StepInfo, StepStatus
 
 MAX_BATCH_URLS = 1000
@@ -199,6 +200,11 @@ class LoginInputs(Params):
         10_000, ge=500, le=120_000, description="How long a field or button may take to appear"
     )
     verifyTimeoutMs: int = Field(10_000, ge=500, le=120_000, description="How long to wait for the success condition")
+    publishToProfile: ProfileId | None = Field(
+        None,
+        description="On success, the host publishes the logged-in session's storageState to this login profile "
+        "(yours), for browser_sessions, scrape and runs with profileId",
+    )
 
 
 class LoginOutput(TemplateOutput):

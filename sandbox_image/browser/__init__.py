@@ -3,11 +3,13 @@
 Modules: launch (launch flags), engine (the Chromium process), sessions (contexts and tabs),
 tab (one page and its events), refs (ref_N registry), aria (snapshot parser), elements (refs and
 landmarks from a snapshot), locate (selectors and their errors), navigation, interaction,
-snapshot, screenshot, scripting, dialogs, stability, page_info, content, service (shared plumbing).
+snapshot, screenshot, scripting, dialogs, stability, page_info, content, service (shared plumbing),
+state (a login profile's storageState into and out of a session), live (the live view's WebSocket).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from rpc import methods as m
@@ -22,6 +24,7 @@ from sandbox_image.browser import (
     scripting,
     snapshot,
     stability,
+    state,
 )
 from sandbox_image.browser.service import BrowserService, Operation
 from sandbox_image.config import SandboxSettings
@@ -57,4 +60,6 @@ def register(dispatcher: Dispatcher, settings: SandboxSettings) -> BrowserServic
         dispatcher.register(method, service.tab_handler(method, operation))
     dispatcher.register(m.BROWSER_TABS, service.tabs)
     dispatcher.register(m.BROWSER_SESSIONS, service.sessions_op)
+    dispatcher.register(m.BROWSER_STATE_LOAD, partial(state.state_load, service))
+    dispatcher.register(m.BROWSER_STATE_EXPORT, partial(state.state_export, service))
     return service

@@ -135,10 +135,10 @@ class BrowserService:
             acted = session.select(params.tabId).id
         return await self._tabs_result(session, acted)
 
-    def _sessions_result(self, acted: str | None) -> SessionsResult:
+    def sessions_result(self, acted: str | None) -> SessionsResult:
         return SessionsResult(
             sessions=[
-                SessionInfo(sessionId=s.id, tabCount=len(s.tabs), isDefault=s.is_default)
+                SessionInfo(sessionId=s.id, tabCount=len(s.tabs), isDefault=s.is_default, profileId=s.profile_id)
                 for s in self.sessions.sessions.values()
             ],
             sessionId=acted,
@@ -155,4 +155,4 @@ class BrowserService:
                 raise _required("sessionId", "close")
             await self.sessions.close(params.sessionId)
             acted = params.sessionId
-        return self._sessions_result(acted)
+        return self.sessions_result(acted)

@@ -35,10 +35,19 @@ def _tab_limit(session_id: str) -> BoxwrightError:
 
 
 class Session:
-    def __init__(self, session_id: str, engine: Engine, *, storage_state: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        engine: Engine,
+        *,
+        storage_state: dict[str, Any] | None = None,
+        profile_id: str | None = None,
+    ) -> None:
         self.id = session_id
         self.engine = engine
-        self.storage_state = storage_state  # what its context starts with (a login profile's snapshot)
+        # A login profile's storageState, loaded into the context when it is made (never logged).
+        self.storage_state = storage_state
+        self.profile_id = profile_id
         self.tabs: dict[str, Tab] = {}
         self.active_id: str | None = None
         self.closed = False
@@ -57,7 +66,7 @@ class Session:
         context = await browser.new_context(
             accept_downloads=False,
             viewport=VIEWPORT,
-            storage_state=self.storage_state,  # type: ignore[arg-type]  # a StorageState-shaped dict
+            storage_state=self.storage_state,  # type: ignore[arg-type]  # a storageState dict, checked by rpc
         )
         if self.closed:
             await quietly(context.close())
@@ -78,6 +87,11 @@ class Session:
         except asyncio.CancelledError:
             task.add_done_callback(close_when_done)
             raise
+
+    @property
+    def context(self) -> BrowserContext | None:
+        """The session's context, once its first page made it."""
+        return self._context
 
     # -- tabs --------------------------------------------------------------------------------
     def _add(self, page: Page) -> Tab:
@@ -188,8 +202,15 @@ class SessionManager:
             details={"sessionId": session_id, "sessions": list(self.sessions)},
         )
 
-    def create(self, session_id: str | None) -> Session:
-        """A new named session; at most MAX_SESSIONS open at once (the default one counts too)."""
+    def create(
+        self,
+        session_id: str | None,
+        *,
+        storage_state: dict[str, Any] | None = None,
+        profile_id: str | None = None,
+    ) -> Session:
+        """A new named session; at most MAX_SESSIONS open at once (the default one counts too). With a
+        storage_state (a login profile's snapshot), its context starts with those cookies and storage."""
         if session_id is not None and session_id in self.sessions:
             raise BoxwrightError(
                 ErrorCode.INVALID_PARAMETER,
@@ -208,8 +229,9 @@ class SessionManager:
             self._next_session += 1
             if candidate not in self.sessions:
                 session_id = candidate
-        session = self.sessions[session_id] = Session(session_id, self.engine)
-        log.info("browser session %s created", session_id)
+        session = Session(session_id, self.engine, storage_state=storage_state, profile_id=profile_id)
+        self.sessions[session_id] = session
+        log.info("browser session %s created%s", session_id, " from a login profile" if storage_state else "")
         return session
 
     async def close(self, session_id: str) -> None:

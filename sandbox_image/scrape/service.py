@@ -3,7 +3,8 @@
 Each call gets a fresh, isolated context (own cookies, storage and cache) that is closed when the
 call ends — also when it fails, times out or is cancelled — so nothing carries from one scrape to
 the next and nothing is left open. A login profile's state comes in as `storageState` (the host
-owns the profiles); the context starts from it and is closed all the same.
+owns the profiles); the context starts from it and is closed all the same — after, with
+`exportState`, its storageState is read for the host to save back to the profile.
 
 Time: the call's budget is timeoutMs + waitFor. Loading gets what is left minus a reserve for
 reading the page; then either the fixed wait (waitFor > 0) or the smart wait (network quiet and DOM
@@ -27,12 +28,14 @@ from rpc import methods
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import WaitForStableParams
+from rpc.models.profiles import StorageState
 from rpc.models.scrape import MAX_PAGE_BYTES, SCREENSHOT_FORMATS, ScrapeMetadata, ScrapePageParams, ScrapePageResult
 from sandbox_image.browser.background import quietly, spawn
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, execution_error
 from sandbox_image.browser.service import BrowserService
 from sandbox_image.browser.sessions import Session
 from sandbox_image.browser.stability import wait_for_stable
+from sandbox_image.browser.state import export_state
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import redact
@@ -92,7 +95,11 @@ class ScrapeService:
                 tab.dismiss_dialogs = True
                 async with tab.lock:
                     await tab.ensure_page()
-                    return await self._scrape(tab, params, budget, progress)
+                    result = await self._scrape(tab, params, budget, progress)
+                    if params.exportState:  # what the page left (refreshed cookies), for the host's login profile
+                        state, _ = await export_state(session, indexed_db=params.indexedDb)
+                        result = result.model_copy(update={"storageState": StorageState.model_validate(state)})
+                    return result
         except (PlaywrightTimeoutError, TimeoutError):
             if not progress.loaded:  # the page never loaded (Playwright's own timer ran late on a busy machine)
                 raise loading.timed_out(params.url, budget.total_ms) from None

@@ -118,3 +118,41 @@ def test_server_identity_is_made_once_private_and_refused_when_readable(tmp_path
     with pytest.raises(identity.IdentityError, match="chmod 600"):
         identity.load_or_create(state)
     assert identity.find(tmp_path / "none") is None
+
+
+async def test_open_prefixes_pass_without_an_owner(tmp_path: Path) -> None:
+    """The live view's routes verify credentials of their own (a one-time link, then a cookie): the
+    middleware lets them through — HTTP and WebSocket — with no owner in the scope, not even a planted
+    one or a valid bearer token's; every other WebSocket is closed and /mcp still needs a token."""
+    path = tmp_path / "tokens.json"
+    alice = TokenStore.add(path, "alice")
+    seen: list[tuple[str, object]] = []
+
+    async def app(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        seen.append((scope["path"], scope.get(OWNER_SCOPE_KEY, "none")))
+        if scope["type"] == "http":
+            await PlainTextResponse("hi")(scope, receive, send)
+
+    guarded = BearerAuthMiddleware(app, tokens=TokenStore.load(path), open_prefixes=("/live/",))
+
+    async def planted(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        scope[OWNER_SCOPE_KEY] = "alice"
+        await guarded(scope, receive, send)
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=planted), base_url="http://t") as client:
+        assert (await client.get("/live/v1")).status_code == 200
+        assert (await client.get("/live/v1", headers={"Authorization": f"Bearer {alice}"})).status_code == 200
+        assert (await client.get("/mcp")).status_code == 401
+        assert (await client.get("/livex")).status_code == 401
+    sent: list[dict[str, object]] = []
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, object]:
+        return {"type": "websocket.connect"}
+
+    for ws_path in ("/live/v1/ws", "/mcp"):
+        await planted({"type": "websocket", "path": ws_path, "headers": []}, receive, send)
+    assert seen == [("/live/v1", "none"), ("/live/v1", "none"), ("/live/v1/ws", "none")]
+    assert sent == [{"type": "websocket.close", "code": 1008}]  # the WebSocket outside /live/

@@ -28,7 +28,8 @@ from tests.integration.mcp_helpers import Session
 
 # task.* are not tools of their own: the host's RunManager drives them behind the template-run tools.
 # The host calls these itself; no tool forwards them. scrape.page is the `scrape` tool's, which may make a
-# sandbox of its own first (host.mcp.tools.scrape).
+# sandbox of its own first (host.mcp.tools.scrape). Nor are the profile methods tools (their results hold
+# cookie values).
 HOST_ONLY = (
     methods.SANDBOX_INFO,
     methods.SANDBOX_CLAIM,
@@ -36,7 +37,10 @@ HOST_ONLY = (
     methods.SANDBOX_EXTEND,
     methods.SCRAPE_PAGE,
 )
-FORWARDED = [m for m in methods.ALL if m not in HOST_ONLY and m not in methods.TASKS]
+FORWARDED = [m for m in methods.ALL if m not in HOST_ONLY and m not in methods.TASKS and m not in methods.PROFILES]
+# Login profile and live view tools of the host's own, and the arguments a forwarded tool adds.
+PROFILE_TOOLS = {"browser_live_view", "profile_list"}
+EXTRA_ARGS = {"browser_sessions": {"profileId"}}
 
 
 LOCAL = CallerResolver("stdio")
@@ -69,12 +73,13 @@ async def serving(services: Services, resolver: Callable[[Any], Caller] = LOCAL)
 async def test_tool_names_and_schemas_derive_from_the_methods(services: Services) -> None:
     async with serving(services) as mcp:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
-    assert set(tools) == SANDBOX_TOOLS | {tool_name(m) for m in FORWARDED} | TEMPLATE_TOOLS | {"scrape"}
+    assert set(tools) == SANDBOX_TOOLS | PROFILE_TOOLS | {tool_name(m) for m in FORWARDED} | TEMPLATE_TOOLS | {"scrape"}
     assert len(FORWARDED) == 27
     for method in FORWARDED:
         tool = tools[tool_name(method)]
         params = method.params.model_json_schema()
-        assert set(tool.input_schema["properties"]) == set(params.get("properties", {})) | {"sandboxId"}, method
+        extra = EXTRA_ARGS.get(tool.name, set())
+        assert set(tool.input_schema["properties"]) == set(params.get("properties", {})) | {"sandboxId"} | extra
         assert "sandboxId" not in tool.input_schema.get("required", [])
         assert tool.output_schema and tool.output_schema["type"] == "object"
     shot = tools["browser_screenshot"].output_schema["properties"]
@@ -172,7 +177,7 @@ async def test_toolsets_choose_tool_groups(services: Services) -> None:
         "process_output",
         "process_kill",
     }
-    assert len(tool_specs(services)) == 41
+    assert len(tool_specs(services)) == 43
     assert set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates", "scrape"}
     assert {spec.name for spec in tool_specs(services, ["templates"])} - names == TEMPLATE_TOOLS - names
     with pytest.raises(ValueError, match="unknown toolset"):

@@ -1,29 +1,33 @@
 """The `scrape` MCP tool over a FakeBackend (real agents and the host's Chromium in this process, no
 Docker): its schema, the throw-away sandbox that is always removed, bad inputs that open nothing, the
-profileId seam, and image content for screenshots. The real engine and image: tests/integration."""
+login profiles (loaded into the page's context, what it ends with saved back), and image content for
+screenshots. The real engine and image: tests/integration."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
 
-from host.mcp.tools.scrape import login_state
 from host.sandboxes.models import Caller
 from host.services import Services
 from host.testing.fake_backend import FakeBackend
-from rpc.errors import BoxwrightError
 from rpc.models.scrape import ScrapeOutput, ScrapeRequest
 from tests.unit.test_mcp_tools import serving
 
 pytestmark = pytest.mark.chromium  # launches the host's Chromium
 
+SECRET = "cookie-value-never-returned"
 PAGE = """<!doctype html><html lang="en"><head><title>Tool page</title></head><body>
 <nav><a href="/">Home</a></nav><main><article><h1>Scraped through MCP</h1>
 <p>This paragraph is the main content of the page and it is long enough to be kept by the extractor.</p>
 <p>A second paragraph, so the article has some body to it and reads like one.</p></article></main></body></html>"""
+
+
+ARRIVED, RELEASE = asyncio.Event(), asyncio.Event()  # /held: the page waits until the test lets it answer
 
 
 @pytest.fixture
@@ -34,8 +38,25 @@ async def page_url() -> AsyncIterator[str]:
     async def pdf(_request: web.Request) -> web.Response:
         return web.Response(body=b"%PDF-1.4\n", content_type="application/pdf")
 
+    async def set_cookie(_request: web.Request) -> web.Response:
+        response = web.Response(text="<title>Set</title><h1>Welcome</h1>", content_type="text/html")
+        response.set_cookie("member", SECRET, httponly=True, path="/")
+        return response
+
+    async def members(request: web.Request) -> web.Response:
+        who = "Member area" if request.cookies.get("member") == SECRET else "Please log in"
+        return web.Response(text=f"<title>Members</title><h1>{who}</h1>", content_type="text/html")
+
+    async def held(request: web.Request) -> web.Response:
+        ARRIVED.set()
+        await RELEASE.wait()
+        return await set_cookie(request)
+
     app = web.Application()
     app.router.add_get("/", article)
+    app.router.add_get("/held", held)
+    app.router.add_get("/set", set_cookie)
+    app.router.add_get("/members", members)
     app.router.add_get("/file.pdf", pdf)
     runner = web.AppRunner(app, shutdown_timeout=0.5)
     await runner.setup()
@@ -62,12 +83,37 @@ def test_bad_profile_ids_are_refused_by_the_model(profile_id: str) -> None:
         ScrapeRequest(url="https://example.org/", profileId=profile_id)
 
 
-async def test_the_profile_seam() -> None:
-    caller = Caller(owner="alice")
-    assert await login_state(caller, "master") is None
-    with pytest.raises(BoxwrightError) as caught:
-        await login_state(caller, "work.account-1")
-    assert caught.value.code.value == "PROFILE_NOT_FOUND" and "profileId" in caught.value.hint
+async def test_scrape_on_a_login_profile(services: Services, fake: FakeBackend, page_url: str) -> None:
+    """The page's context starts from the caller's profile and what it ends with is saved back (compare-and-set
+    on the version read before); other profiles and other owners see none of it; no state in the answer."""
+    store = services.profiles.store
+    who = ["alice"]
+    async with serving(services, lambda _ctx: Caller(owner=who[0], session=who[0])) as alice:
+        before = await alice.ok("scrape", {"url": page_url + "members", "profileId": "work"})
+        assert "Please log in" in before["markdown"] and store.read("alice", "work").version == 0
+        answer = await alice.client.call_tool("scrape", {"url": page_url + "set", "profileId": "work"})
+        assert not answer.is_error and SECRET not in str(answer.content) + str(answer.structured_content)
+        saved = store.read("alice", "work")
+        assert saved.version == 1 and [c["name"] for c in saved.state["cookies"]] == ["member"]
+        after = await alice.ok("scrape", {"url": page_url + "members", "profileId": "work"})
+        assert "Member area" in after["markdown"]  # a new throw-away sandbox, logged in from the profile
+        assert store.read("alice", "work").version == 1  # nothing changed: no new version
+        default = await alice.ok("scrape", {"url": page_url + "members"})
+        assert "Please log in" in default["markdown"] and store.read("alice", "master").version == 0
+        # A scrape that started from version 1 ends after a new login published version 2: its state is
+        # dropped (compare-and-set), the newer login stays.
+        async with asyncio.TaskGroup() as tg:
+            late = tg.create_task(alice.ok("scrape", {"url": page_url + "held", "profileId": "work"}))
+            await asyncio.wait_for(ARRIVED.wait(), 30)
+            store.publish("alice", "work", {"cookies": [], "origins": []}, base_version=None, writer="a new login")
+            RELEASE.set()
+        assert late.result()["title"] == "Set"
+        assert store.read("alice", "work").version == 2 and store.read("alice", "work").state["cookies"] == []
+        who[0] = "bob"
+        theirs = await alice.ok("scrape", {"url": page_url + "members", "profileId": "work"})
+        assert "Please log in" in theirs["markdown"]  # bob's "work" is his own
+        assert store.read("bob", "work").version == 0
+    assert fake.list_sandboxes("unit") == []
 
 
 async def test_scrape_in_a_throw_away_sandbox(services: Services, fake: FakeBackend, page_url: str) -> None:
@@ -112,9 +158,8 @@ async def test_bad_inputs_open_nothing(services: Services, fake: FakeBackend, pa
             err = await mcp.error("scrape", args)
             assert err.code == "INVALID_PARAMETER", (args, err.data)
             assert [e["field"] for e in err.data["details"]["errors"]] == [field], (args, err.data)
-        profile = await mcp.error("scrape", {"url": page_url, "profileId": "work"})
-        assert profile.code == "PROFILE_NOT_FOUND" and profile.data["details"] == {"profileId": "work"}
         assert fake.list_sandboxes("unit") == []
+    assert not services.settings.profiles_root.exists()  # no bad profile id reached the disk
 
 
 async def test_in_a_given_sandbox_and_not_in_anothers(services: Services, fake: FakeBackend, page_url: str) -> None:
@@ -124,5 +169,6 @@ async def test_in_a_given_sandbox_and_not_in_anothers(services: Services, fake: 
         assert links["links"] == [page_url]
         assert [c.sandbox_id for c in fake.list_sandboxes("unit")] == [sid]  # no other sandbox was made
     async with serving(services, lambda _ctx: Caller(owner="bob", session="b")) as bob:
-        theirs = await bob.error("scrape", {"url": page_url, "sandboxId": sid})
+        theirs = await bob.error("scrape", {"url": page_url, "sandboxId": sid, "profileId": "work"})
         assert theirs.code == "SANDBOX_NOT_FOUND"
+    assert not (services.settings.profiles_root / "bob").exists()  # refused before a profile was read

@@ -1,4 +1,5 @@
-"""Browser tools: one Chromium per sandbox, sessions (isolated contexts), tabs, and element refs."""
+"""Browser tools: one Chromium per sandbox, tabs, and element refs (sessions, which may come from a login
+profile, and the live view are in host/mcp/tools/profiles)."""
 
 from __future__ import annotations
 
@@ -147,13 +148,6 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
             methods.BROWSER_TABS,
             "List, open (new), close or select tabs. Other tools act on the active tab unless given a tabId.",
             lambda p, r: f"{p.action}: {len(r.tabs)} tabs, active {r.activeTabId}",
-            ACT,
-        ),
-        fwd(
-            methods.BROWSER_SESSIONS,
-            "List, create or close browser sessions: isolated contexts with their own cookies and storage "
-            "(e.g. two logins side by side). Tools use the default session unless given a sessionId.",
-            lambda p, r: f"{p.action}: {len(r.sessions)} sessions",
             ACT,
         ),
         fwd(

@@ -8,8 +8,11 @@ never their default, and a server restarted after a crash removes it (JobSandbox
 Ephemeral rather than pooled: nothing (cookies, cache, service workers, processes) can carry from one
 call to the next, at the price of a sandbox start per call (figures in docs/scrape-quality.md).
 
-`profileId` is validated by the model before anything happens; which login state it stands for is
-`login_state` below — the one place the profile store plugs in.
+`profileId` is validated by the model before anything happens. It names one of the caller's login
+profiles (host.profiles; `master` by default, made empty on first use): the page's context starts from
+the profile's latest snapshot, and the state the context ends with is saved back to the profile with
+compare-and-set on the version read before (a login published meanwhile wins). Neither the state nor
+a cookie value is ever part of the tool's answer.
 """
 
 from __future__ import annotations
@@ -23,14 +26,13 @@ from mcp.types import ToolAnnotations
 
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.mcp.results import image
+from host.profiles import ProfileSessions
 from host.sandboxes.jobs import JobSandboxes
 from host.sandboxes.manager import SandboxManager
-from host.sandboxes.models import Caller
 from rpc import methods
 from rpc.deadline import LADDER
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError
 from rpc.models.scrape import (
-    DEFAULT_PROFILE_ID,
     MAX_CONTENT_BYTES,
     MAX_FULL_PAGE_HEIGHT,
     MAX_LINKS,
@@ -42,26 +44,6 @@ from rpc.models.scrape import (
 
 # A job sandbox is removed within this much once the call ends (the container's stop and removal).
 RELEASE_S = 15.0
-
-
-async def login_state(caller: Caller, profile_id: str) -> dict[str, Any] | None:
-    """The storageState a scrape with `profile_id` starts from (None: a fresh, empty context).
-
-    THE SEAM for login profiles (issue 11): the profile store replaces this body — read the caller's
-    latest snapshot of `profile_id` (owner-scoped), or raise PROFILE_NOT_FOUND / PROFILE_BUSY. Until then
-    the default profile is the empty one (seed TC-06: `master` exists without anyone logging in) and any
-    other id is refused rather than silently ignored. `profile_id` has passed PROFILE_ID_PATTERN already.
-    """
-    if profile_id == DEFAULT_PROFILE_ID:
-        return None
-    raise BoxwrightError(
-        ErrorCode.PROFILE_NOT_FOUND,
-        f"no login profile {profile_id!r}: this server has no login profiles yet, only the empty "
-        f"default {DEFAULT_PROFILE_ID!r}",
-        hint=f"omit profileId (or pass {DEFAULT_PROFILE_ID!r}) to scrape without a login; to scrape as a logged-in "
-        "user, log in with browser_* tools in a sandbox and use its browser",
-        details={"profileId": profile_id},
-    )
 
 
 def _summary(r: ScrapePageResult) -> str:
@@ -81,7 +63,8 @@ def _summary(r: ScrapePageResult) -> str:
 
 def _present(r: ScrapePageResult, sandbox_id: str | None) -> ToolOutput:
     """The PNG travels as MCP image content; the structured result is everything else."""
-    out = ToolOutput(ScrapeOutput.model_validate(r.model_dump(exclude={"screenshot"})), _summary(r), sandbox_id)
+    shown = r.model_dump(exclude={"screenshot", "storageState"})  # the login state never leaves the host
+    out = ToolOutput(ScrapeOutput.model_validate(shown), _summary(r), sandbox_id)
     return replace(out, extra=[image(r.screenshot)]) if r.screenshot else out
 
 
@@ -98,16 +81,30 @@ DESCRIPTION = (
 )
 
 
-def tools(manager: SandboxManager, jobs: JobSandboxes) -> list[ToolSpec[Any]]:
+def tools(manager: SandboxManager, jobs: JobSandboxes, profiles: ProfileSessions) -> list[ToolSpec[Any]]:
     async def scrape(inv: Invocation[ScrapeRequest]) -> ToolOutput:
         args = inv.args
-        state = await login_state(inv.caller, args.profileId)
+        if args.sandboxId is not None:
+            manager.resolve(inv.caller, args.sandboxId)  # the owner check, before the profile is read
+        login = await profiles.snapshot(inv.caller, args.profileId)
         params = ScrapePageParams.model_validate(
-            {**args.model_dump(exclude={"profileId", "sandboxId"}, exclude_unset=True), "storageState": state}
+            {
+                **args.model_dump(exclude={"profileId", "sandboxId"}, exclude_unset=True),
+                "storageState": login.state,
+                "exportState": True,
+                "indexedDb": manager.settings.include_indexed_db_in_snapshot,
+            }
         )
+
+        async def saved(result: ScrapePageResult) -> ScrapePageResult:
+            await profiles.save_back(
+                inv.caller, args.profileId, result.storageState, base_version=login.version, what="scrape"
+            )
+            return result
+
         if args.sandboxId is not None:
             rec, result = await manager.call(inv.caller, args.sandboxId, methods.SCRAPE_PAGE, params, rpc_deadline(inv))
-            return _present(result, rec.id)
+            return _present(await saved(result), rec.id)
         jobs.check_room(inv.caller)
         rec = await jobs.acquire(
             inv.caller, f"scrape_{secrets.token_hex(6)}", deadline=inv.deadline.cap(manager.settings.startup_timeout)
@@ -120,7 +117,7 @@ def tools(manager: SandboxManager, jobs: JobSandboxes) -> list[ToolSpec[Any]]:
         finally:
             with anyio.CancelScope(shield=True):
                 await jobs.release(rec)
-        return _present(result, None)  # the sandbox is gone: do not name it
+        return _present(await saved(result), None)  # the sandbox is gone: do not name it
 
     def rpc_deadline(inv: Invocation[ScrapeRequest]) -> Any:
         """The RPC backstop inside the tool's deadline, minus the time a job sandbox takes to go away."""

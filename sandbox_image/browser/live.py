@@ -1,0 +1,329 @@
+"""GET /live?sessionId=…: a WebSocket that shows a session's active tab and takes a person's input.
+
+Frames come from Chromium's screencast over a CDP session on the tab's page (Page.startScreencast /
+Page.screencastFrame / Page.screencastFrameAck); a frame is acknowledged only once it has been sent,
+so a slow viewer slows the stream instead of queueing frames. Input goes back through the same CDP
+session (Input.dispatchMouseEvent / dispatchKeyEvent / insertText), one event at a time and in order;
+navigation, history and tab switches use the browser operations the tools use. The view follows the
+session's active tab, whoever changes it (the person, the agent, a popup). Messages: rpc.models.live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any, Literal
+
+from aiohttp import WSMsgType, web
+from playwright.async_api import CDPSession, Page
+from pydantic import ValidationError
+
+from rpc.deadline import Deadline
+from rpc.errors import BoxwrightError, unauthorized
+from rpc.models.browser import GotoParams, HandleDialogParams, HistoryParams
+from rpc.models.live import (
+    AGENT_INPUT,
+    AgentInput,
+    DialogInput,
+    HistoryInput,
+    KeyInput,
+    LiveTab,
+    MouseInput,
+    NavigateInput,
+    NoticeMessage,
+    StatusMessage,
+    TabInput,
+    TextInput,
+    WheelInput,
+)
+from sandbox_image.auth import TokenAuth
+from sandbox_image.browser import dialogs, navigation
+from sandbox_image.browser.background import quietly, spawn
+from sandbox_image.browser.errors import PlaywrightError, clean_message
+from sandbox_image.browser.launch import VIEWPORT
+from sandbox_image.browser.service import BrowserService
+from sandbox_image.browser.sessions import Session
+from sandbox_image.browser.tab import Tab
+from sandbox_image.browser.timeouts import Budget
+
+log = logging.getLogger("boxwright.agent.live")
+
+STATUS_INTERVAL_S = 0.4
+INPUT_TIMEOUT_S = 5.0
+NAVIGATION_TIMEOUT_MS = 30_000
+MAX_INPUT_MESSAGE = 64 * 1024
+INPUT_QUEUE = 256
+SCREENCAST = {
+    "format": "jpeg",
+    "quality": 70,
+    "maxWidth": VIEWPORT["width"],
+    "maxHeight": VIEWPORT["height"],
+    "everyNthFrame": 1,
+}
+
+
+class LiveStream:
+    """One viewer of one session: screencast out, input in, status whenever it changes."""
+
+    def __init__(self, service: BrowserService, session: Session, ws: web.WebSocketResponse) -> None:
+        self.service = service
+        self.session = session
+        self.ws = ws
+        self._tab: Tab | None = None
+        self._page: Page | None = None
+        self._cdp: CDPSession | None = None
+        self._inputs: asyncio.Queue[AgentInput] = asyncio.Queue(INPUT_QUEUE)
+        self._last_status = ""
+        self._closing = False
+
+    # -- sending -----------------------------------------------------------------------------
+    async def _send(self, message: dict[str, Any] | str) -> bool:
+        if self.ws.closed:
+            return False
+        try:
+            await self.ws.send_str(message if isinstance(message, str) else json.dumps(message))
+            return True
+        except (ConnectionError, RuntimeError):
+            return False
+
+    async def notice(self, message: str, *, level: Literal["info", "error"] = "info", final: bool = False) -> None:
+        await self._send(NoticeMessage(message=message, level=level, final=final).model_dump())
+
+    # -- the screencast ----------------------------------------------------------------------
+    def _on_frame(self, cdp: CDPSession, tab_id: str, params: dict[str, Any]) -> None:
+        spawn(self._forward_frame(cdp, tab_id, params))
+
+    async def _forward_frame(self, cdp: CDPSession, tab_id: str, params: dict[str, Any]) -> None:
+        meta = params.get("metadata") or {}
+        width, height = float(meta.get("deviceWidth", 0)), float(meta.get("deviceHeight", 0))
+        # Built by hand: the base64 JPEG is copied once instead of being re-escaped by a JSON encoder.
+        head = f'{{"type":"frame","tabId":{json.dumps(tab_id)},"width":{width},"height":{height},"data":"'
+        frame = head + params["data"] + '"}'
+        sent = await self._send(frame)
+        if sent and cdp is self._cdp:
+            await quietly(cdp.send("Page.screencastFrameAck", {"sessionId": params["sessionId"]}))
+
+    async def _detach(self) -> None:
+        cdp, self._cdp, self._page, self._tab = self._cdp, None, None, None
+        if cdp is not None:
+            await quietly(cdp.send("Page.stopScreencast"))
+            await quietly(cdp.detach())
+
+    async def _attach(self, tab: Tab) -> None:
+        await self._detach()
+        try:
+            page = await tab.ensure_page()
+            cdp = await page.context.new_cdp_session(page)
+        except (BoxwrightError, PlaywrightError) as exc:
+            log.info("live view cannot show %s/%s yet: %s", self.session.id, tab.id, type(exc).__name__)
+            return
+        self._tab, self._page, self._cdp = tab, page, cdp
+        cdp.on("Page.screencastFrame", lambda params: self._on_frame(cdp, tab.id, params))
+        try:
+            await cdp.send("Page.startScreencast", SCREENCAST)
+        except PlaywrightError as exc:
+            log.info("screencast of %s/%s failed to start: %s", self.session.id, tab.id, clean_message(exc))
+            await self._detach()
+
+    async def _follow_active_tab(self) -> None:
+        """Show the session's active tab (and its current page, which a crash may have replaced)."""
+        active = self.session.tabs.get(self.session.active_id) if self.session.active_id else None
+        if active is None:
+            if self._tab is not None:
+                await self._detach()
+            return
+        if active is not self._tab or active.page is not self._page:
+            await self._attach(active)
+
+    # -- status ------------------------------------------------------------------------------
+    async def _status(self) -> StatusMessage:
+        tabs = list(self.session.tabs.values())
+        titles = await asyncio.gather(*(tab.title() for tab in tabs))
+        active = self.session.tabs.get(self.session.active_id) if self.session.active_id else None
+        dialog = None
+        if active is not None and active.dialogs:
+            info = active.dialogs[0].info
+            dialog = f"{info.type}: {info.message}"
+        return StatusMessage(
+            sessionId=self.session.id,
+            tabs=[
+                LiveTab(tabId=t.id, url=t.url, title=title, active=t is active)
+                for t, title in zip(tabs, titles, strict=True)
+            ],
+            activeTabId=active.id if active else None,
+            url=active.url if active else "",
+            title=titles[tabs.index(active)] if active else "",
+            dialog=dialog,
+        )
+
+    async def _watch(self) -> None:
+        """Follow the active tab and report status changes, until the session closes."""
+        while not self.ws.closed:
+            if self.session.closed:
+                await self.notice(f"session {self.session.id} was closed", final=True)
+                await self.ws.close()
+                return
+            await self._follow_active_tab()
+            status = (await self._status()).model_dump_json()
+            if status != self._last_status and await self._send(status):
+                self._last_status = status
+            await asyncio.sleep(STATUS_INTERVAL_S)
+
+    # -- input -------------------------------------------------------------------------------
+    async def _cdp_send(self, method: str, params: dict[str, Any]) -> None:
+        cdp = self._cdp
+        if cdp is None:
+            return
+        try:
+            async with asyncio.timeout(INPUT_TIMEOUT_S):  # a page stuck on a dialog must not stall the queue
+                await cdp.send(method, params)
+        except (TimeoutError, PlaywrightError) as exc:
+            log.debug("live input %s dropped: %s", method, type(exc).__name__)
+
+    def _active(self) -> Tab | None:
+        return self.session.tabs.get(self.session.active_id) if self.session.active_id else None
+
+    async def _perform(self, name: str, operation: Any, params: Any) -> None:
+        """A navigation through the same path as the tools (tab lock, clean errors), reported as a notice."""
+        tab = self._active()
+        if tab is None:
+            await self.notice("no tab is open: open one first", level="error")
+            return
+        try:
+            await self.service.perform(name, tab, operation, params, Deadline.after(NAVIGATION_TIMEOUT_MS / 1000 + 1))
+        except BoxwrightError as exc:
+            await self.notice(exc.message, level="error")
+
+    async def _reload(self) -> None:
+        tab = self._active()
+        if tab is None or tab.page is None:
+            return
+        try:
+            await tab.guard(tab.page.reload(timeout=NAVIGATION_TIMEOUT_MS))
+        except (BoxwrightError, PlaywrightError) as exc:
+            await self.notice(f"reload failed: {type(exc).__name__}", level="error")
+
+    async def _handle(self, message: AgentInput) -> None:
+        if isinstance(message, MouseInput):
+            await self._cdp_send(
+                "Input.dispatchMouseEvent",
+                message.model_dump(include={"x", "y", "button", "buttons", "clickCount", "modifiers"})
+                | {"type": message.event},
+            )
+        elif isinstance(message, WheelInput):
+            await self._cdp_send(
+                "Input.dispatchMouseEvent",
+                message.model_dump(include={"x", "y", "deltaX", "deltaY", "modifiers"}) | {"type": "mouseWheel"},
+            )
+        elif isinstance(message, KeyInput):
+            await self._cdp_send("Input.dispatchKeyEvent", key_event(message))
+        elif isinstance(message, TextInput):
+            await self._cdp_send("Input.insertText", {"text": message.text})
+        elif isinstance(message, NavigateInput):
+            spawn(self._perform("live.navigate", navigation.goto, GotoParams(url=message.url, waitUntil="commit")))
+        elif isinstance(message, HistoryInput):
+            if message.action == "reload":
+                spawn(self._reload())
+            else:
+                move = navigation.back if message.action == "back" else navigation.forward
+                spawn(self._perform(f"live.{message.action}", move, HistoryParams()))
+        elif isinstance(message, TabInput):
+            await self._tab_action(message)
+        elif isinstance(message, DialogInput):
+            tab = self._active()
+            if tab is not None and tab.dialogs:
+                answer = HandleDialogParams(accept=message.accept, promptText=message.promptText)
+                await dialogs.handle_dialog(tab, answer, Budget.of(Deadline.after(INPUT_TIMEOUT_S), None))
+
+    async def _tab_action(self, message: TabInput) -> None:
+        try:
+            if message.action == "new":
+                await self.session.open_tab(activate=True)
+            elif message.tabId is None:
+                await self.notice(f"tab {message.action} needs a tabId", level="error")
+            elif message.action == "select":
+                self.session.select(message.tabId)
+            else:
+                await self.session.close_tab(self.session.tab(message.tabId))
+        except BoxwrightError as exc:
+            await self.notice(exc.message, level="error")
+        await self._follow_active_tab()
+
+    async def _consume_inputs(self) -> None:
+        while True:
+            message = await self._inputs.get()
+            try:
+                await self._handle(message)
+            except Exception:  # one bad event must not end the view
+                log.exception("live input %s failed", message.type)
+
+    async def _receive(self) -> None:
+        async for msg in self.ws:
+            if msg.type != WSMsgType.TEXT:
+                continue
+            try:
+                message = AGENT_INPUT.validate_json(msg.data)
+            except ValidationError:
+                await self.notice("an input message was refused (not a valid live view message)", level="error")
+                continue
+            try:
+                self._inputs.put_nowait(message)
+            except asyncio.QueueFull:
+                log.warning("live view of %s: input queue full, event dropped", self.session.id)
+
+    # -- the whole view ----------------------------------------------------------------------
+    async def run(self) -> None:
+        if self.session.active_id is None or self.session.active_id not in self.session.tabs:
+            await self.session.active_tab()  # something to show
+        await self._follow_active_tab()  # attached before the first input is taken
+        tasks = [spawn(self._watch()), spawn(self._consume_inputs())]
+        try:
+            await self._receive()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._detach()
+
+
+def key_event(message: KeyInput) -> dict[str, Any]:
+    """A DOM key event as CDP's Input.dispatchKeyEvent wants it (a key that types is a keyDown with text)."""
+    text = message.text or ("\r" if message.key == "Enter" else "")
+    kind = "keyUp" if message.event == "up" else "keyDown" if text else "rawKeyDown"
+    event: dict[str, Any] = {
+        "type": kind,
+        "key": message.key,
+        "code": message.code,
+        "windowsVirtualKeyCode": message.keyCode,
+        "nativeVirtualKeyCode": message.keyCode,
+        "location": message.location,
+        "modifiers": message.modifiers,
+    }
+    if text and kind == "keyDown":
+        event["text"] = event["unmodifiedText"] = text
+    return event
+
+
+def handler(service: BrowserService, auth: TokenAuth) -> Any:
+    """The aiohttp handler of GET /live: the sandbox's bearer token, then the session, then the WebSocket."""
+
+    async def live(request: web.Request) -> web.StreamResponse:
+        authorization = request.headers.get("Authorization")
+        if not auth.check(authorization):
+            body = unauthorized(authorization).to_body().model_dump(mode="json")
+            return web.json_response(body, status=401, headers={"WWW-Authenticate": "Bearer"})
+        try:
+            session = service.sessions.get(request.query.get("sessionId") or None)
+        except BoxwrightError as exc:
+            return web.json_response(exc.to_body().model_dump(mode="json"), status=404)
+        ws = web.WebSocketResponse(max_msg_size=MAX_INPUT_MESSAGE, heartbeat=20.0)
+        await ws.prepare(request)
+        log.info("live view of session %s opened", session.id)
+        with contextlib.suppress(ConnectionError):
+            await LiveStream(service, session, ws).run()
+        log.info("live view of session %s closed", session.id)
+        return ws
+
+    return live
