@@ -38,7 +38,9 @@ from tests.unit.test_live_view import SHOWS_RED, click_canvas, state, until
 
 pytestmark = pytest.mark.chromium
 
-FRAME_AFTER_NAVIGATION_S = 1.0
+# A backstop, not a speed check (speed belongs in benchmarks): the frame arrives well under 1 s on a
+# quiet machine, but this test must not fail because CI's machine is busy.
+FRAME_AFTER_NAVIGATION_S = 15.0
 LOGIN_START_S = 120.0  # the image may be checked (built) on a login's first start
 
 
@@ -164,7 +166,7 @@ async def test_login_through_the_live_view_then_another_server_reuses_it(
     status, _, err = await run(server_env, "login", "--no-browser", "--owner", "alice", "--profile", "p1")
     assert status == 1, err
     assert "a login on profile 'p1' is already running (pid " in err and "[PROFILE_BUSY]" in err, err
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30  # refused, not queued behind the running login (which never ends by itself)
     other = await Login.start(server_env, tmp_path / "login-p2.log", "--owner", "alice", "--profile", "p2", *network)
     assert other.proc.stdin is not None
     other.proc.stdin.write(b"\n")  # Enter on its terminal ends it
