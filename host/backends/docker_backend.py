@@ -262,6 +262,7 @@ class DockerBackend(SandboxBackend):
         (a live server may be reading its guard's report right now; running guards are never touched)."""
         found = self.client.containers.list(
             all=True,
+            ignore_removed=True,
             filters={
                 "label": [f"{labels.ROLE}=netguard", f"{labels.NAMESPACE}={self.settings.namespace}"],
                 "status": ["exited", "dead"],
@@ -304,7 +305,9 @@ class DockerBackend(SandboxBackend):
         if container_id:
             self._remove_container(container_id)
         else:  # found by its label: the container's name says nothing of its sandbox
-            for found in self.client.containers.list(all=True, filters={"label": f"{labels.SANDBOX}={sandbox_id}"}):
+            for found in self.client.containers.list(
+                all=True, ignore_removed=True, filters={"label": f"{labels.SANDBOX}={sandbox_id}"}
+            ):
                 self._remove_container(found.id or "")
         self.remove_volume(volume_name(sandbox_id))
         self.disks.free(sandbox_id)  # its loop device and image, once the engine has unmounted it
@@ -334,7 +337,7 @@ class DockerBackend(SandboxBackend):
 
     def list_sandboxes(self, namespace: str) -> list[ContainerInfo]:
         found = self.client.containers.list(
-            all=True, filters={"label": [labels.SANDBOX, f"{labels.NAMESPACE}={namespace}"]}
+            all=True, ignore_removed=True, filters={"label": [labels.SANDBOX, f"{labels.NAMESPACE}={namespace}"]}
         )
         return [self._info(c) for c in found]
 

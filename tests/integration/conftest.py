@@ -36,7 +36,7 @@ def namespace(docker_client: docker.DockerClient) -> Iterator[str]:
 
 def remove_namespace(client: docker.DockerClient, ns: str) -> None:
     """Everything a test's servers made in namespace `ns`: containers, volumes, the network."""
-    for c in client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={ns}"}):
+    for c in client.containers.list(all=True, ignore_removed=True, filters={"label": f"{labels.NAMESPACE}={ns}"}):
         c.remove(force=True)
     for v in client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}):
         v.remove(force=True)

@@ -23,7 +23,7 @@ from tests.integration.mcp_helpers import http_session
 
 
 def containers(client: docker.DockerClient, namespace: str) -> dict[str, object]:
-    found = client.containers.list(all=True, filters={"label": f"{labels.NAMESPACE}={namespace}"})
+    found = client.containers.list(all=True, ignore_removed=True, filters={"label": f"{labels.NAMESPACE}={namespace}"})
     return {c.labels[labels.SANDBOX]: c for c in found if labels.SANDBOX in c.labels}
 
 

@@ -33,7 +33,7 @@ OWN_AGENT = f"http://127.0.0.1:{AGENT_PORT}/healthz"  # a page a job sandbox can
 def engine_state(client: docker.DockerClient, namespace: str) -> tuple[list[str], list[str]]:
     """This test namespace's containers and volumes, by name."""
     wanted = {"label": f"{labels.NAMESPACE}={namespace}"}
-    containers = sorted(c.name for c in client.containers.list(all=True, filters=wanted))
+    containers = sorted(c.name for c in client.containers.list(all=True, ignore_removed=True, filters=wanted))
     return containers, sorted(v.name for v in client.volumes.list(filters=wanted))
 
 

@@ -60,7 +60,7 @@ def owner_tokens(env: dict[str, str]) -> dict[str, str]:
 
 def containers(client: docker.DockerClient, namespace: str, **label: str) -> list[Any]:
     wanted = [f"{labels.NAMESPACE}={namespace}", *(f"{k}={v}" if v else k for k, v in label.items())]
-    return client.containers.list(all=True, filters={"label": wanted})
+    return client.containers.list(all=True, ignore_removed=True, filters={"label": wanted})
 
 
 async def finish(s: Session, run_id: str, limit_s: float = 120) -> dict[str, Any]:

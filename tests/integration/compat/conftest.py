@@ -20,6 +20,9 @@ from tests.integration.compat.npm_clients import INSTALL_HINT, NpmClients, locat
 from tests.integration.mcp_helpers import BOXWRIGHT
 
 CLIENT_TIMEOUT_S = 300
+CONNECT_TIMEOUT_MS = (
+    "120000"  # the Inspector gives a server 15 s to initialize by default: not enough on a busy CI machine
+)
 
 
 @pytest.fixture(scope="session")
@@ -115,7 +118,17 @@ class InspectorAnswer:
 def run_inspector(clients: NpmClients, target: list[str], *args: str, env: dict[str, str]) -> InspectorAnswer:
     """One MCP Inspector CLI call (`--format json`): its result or its error envelope, parsed."""
     proc = subprocess.run(
-        [str(clients.node), str(clients.inspector), "--cli", *target, "--format", "json", *args],
+        [
+            str(clients.node),
+            str(clients.inspector),
+            "--cli",
+            "--connect-timeout",
+            CONNECT_TIMEOUT_MS,
+            *target,
+            "--format",
+            "json",
+            *args,
+        ],
         capture_output=True,
         text=True,
         env=clients.env(env),
