@@ -12,10 +12,8 @@ settings apart from a fixed seed: nothing here is tuned on the pages we score.
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
-import random
 import re
 import sys
 import time
@@ -24,7 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -34,14 +31,13 @@ from sandbox_image.scrape.align import kept_blocks  # noqa: E402
 from sandbox_image.scrape.blocks import segment  # noqa: E402
 from sandbox_image.scrape.document import choose_document  # noqa: E402
 from sandbox_image.scrape.features import block_features  # noqa: E402
-from sandbox_image.scrape.model import MODEL_PATH, Forest, from_sklearn, kinds_from_sklearn  # noqa: E402
-from sandbox_image.scrape.page_kind import page_kind_features, page_shape  # noqa: E402
+from sandbox_image.scrape.model import MODEL_PATH, Forest, from_sklearn  # noqa: E402
+from sandbox_image.scrape.page_kind import page_kind_features  # noqa: E402
 from sandbox_image.scrape.voters import run_voters  # noqa: E402
 
 LABEL_PURITY = 0.95
 THRESHOLD = 0.5
 SEED = 0
-KIND_FOLDS = 5  # out-of-fold page-kind probabilities for training the block model (folds by site)
 _WORD = re.compile(r"\w+")
 
 
@@ -74,8 +70,6 @@ class PageRows:
     words: list[int]
     features: list[dict[str, float]]
     labels: list[bool]
-    page_type: str = ""  # the ground truth's page type: the page-kind classifier's label
-    url: str = ""
 
 
 def page_rows(page: Any, cache: Path, split: str, load_rendered: Any) -> PageRows:
@@ -91,70 +85,24 @@ def page_rows(page: Any, cache: Path, split: str, load_rendered: Any) -> PageRow
         sum(1 for w in _WORD.findall(b.text.lower()) if gold[w]) >= LABEL_PURITY * max(b.words, 1) for b in blocks
     ]
     features = block_features(blocks, votes, page_kind_features(document.root, page.url))
-    return PageRows(page.file_id, texts, [b.words for b in blocks], features, labels, page.page_type, page.url)
+    return PageRows(page.file_id, texts, [b.words for b in blocks], features, labels)
 
 
-def shape(r: PageRows) -> dict[str, float]:
-    return page_shape(r.texts, r.words, r.features)
-
-
-def site(url: str) -> str:
-    return ".".join((urlsplit(url).hostname or "").split(".")[-2:])
-
-
-def fit_kinds(rows: list[PageRows]) -> tuple[Any, list[str]]:
-    """The page-kind classifier: page shape -> the ground truth's page type."""
+def fit(rows: list[PageRows], features: list[str] | None = None) -> tuple[Any, list[str]]:
     import numpy as np
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    shapes = [shape(r) for r in rows]
-    names = sorted({k for s in shapes for k in s})
-    x = np.array([[s.get(n, 0.0) for n in names] for s in shapes])
-    model = HistGradientBoostingClassifier(random_state=SEED)
-    model.fit(x, [r.page_type for r in rows])
-    return model, names
-
-
-def out_of_fold_kinds(rows: list[PageRows], folds: int = KIND_FOLDS) -> dict[str, dict[str, float]]:
-    """Each page's kind probabilities from a classifier that never saw its site, so the block model
-    learns how far to trust them as they will be on unseen pages (not as on pages learnt by heart)."""
-    sites = sorted({site(r.url) for r in rows})
-    random.Random(SEED).shuffle(sites)
-    fold_of = {s: i % folds for i, s in enumerate(sites)}
-    out: dict[str, dict[str, float]] = {}
-    for k in range(folds):
-        train_rows = [r for r in rows if fold_of[site(r.url)] != k]
-        model, names = fit_kinds(train_rows)
-        kinds = kinds_from_sklearn(model, names)
-        for r in rows:
-            if fold_of[site(r.url)] == k:
-                out[r.file_id] = kinds.probabilities(shape(r))
-    return out
-
-
-def fit(rows: list[PageRows], kinds: dict[str, dict[str, float]] | None = None) -> tuple[Any, list[str]]:
-    """The block model. Each block weighs its share of its page's words: the score is word-level
-    but averaged per page, so every page counts the same, however long."""
-    import numpy as np
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
-    def features(r: PageRows) -> list[dict[str, float]]:
-        extra = {f"kind_{kind}": p for kind, p in (kinds or {}).get(r.file_id, {}).items()}
-        return [{**f, **extra} for f in r.features]
-
-    names = sorted({k for r in rows for f in features(r) for k in f})
-    x = np.array([[f.get(n, 0.0) for n in names] for r in rows for f in features(r)])
+    names = features or sorted({k for r in rows for f in r.features for k in f})
+    x = np.array([[f.get(n, 0.0) for n in names] for r in rows for f in r.features])
     y = np.array([label for r in rows for label in r.labels])
-    w = np.array([words / max(sum(r.words), 1) for r in rows for words in r.words])
+    w = np.array([float(words) for r in rows for words in r.words])
     model = HistGradientBoostingClassifier(random_state=SEED)
     model.fit(x, y, sample_weight=w)
     return model, names
 
 
 def train(rows: list[PageRows], info: dict[str, Any], path: Path = MODEL_PATH) -> Forest:
-    kind_model, kind_names = fit_kinds(rows)
-    model, names = fit(rows, out_of_fold_kinds(rows))
+    model, names = fit(rows)
     forest = from_sklearn(model, names, THRESHOLD, info)
-    forest = dataclasses.replace(forest, kinds=kinds_from_sklearn(kind_model, kind_names))
     path.write_text(json.dumps(forest.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
     return forest

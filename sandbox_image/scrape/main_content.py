@@ -26,7 +26,7 @@ from sandbox_image.scrape.blocks import BLOCK_TAGS, Block, segment
 from sandbox_image.scrape.document import Document
 from sandbox_image.scrape.features import block_features
 from sandbox_image.scrape.model import Forest, load_model
-from sandbox_image.scrape.page_kind import page_kind_features, page_shape
+from sandbox_image.scrape.page_kind import page_kind_features
 from sandbox_image.scrape.voters import run_voters
 
 MIN_WORDS = 20
@@ -77,9 +77,8 @@ def select_blocks(
     texts = [b.text for b in blocks]
     answers = voter_texts if voter_texts is not None else run_voters(document.html(), url, lang)
     votes = {name: kept_blocks(texts, text) for name, text in answers.items()}
-    rows = block_features(blocks, votes, page_kind_features(document.root, url))
-    model.with_kinds(rows, page_shape(texts, [b.words for b in blocks], rows))
-    probabilities = model.probabilities(rows)
+    page = page_kind_features(document.root, url)
+    probabilities = model.probabilities(block_features(blocks, votes, page))
     kept = {b.index for b, p in zip(blocks, probabilities, strict=True) if p >= model.threshold}
     kept = _whole_tables(blocks, kept)
     selection = Selection(blocks, probabilities, kept, fallback=False)

@@ -29,15 +29,6 @@ class Forest:
     trees: tuple[Tree, ...]
     threshold: float
     info: Mapping[str, object]
-    kinds: KindForest | None = None  # page-kind classifier whose probabilities are block features
-
-    def with_kinds(self, rows: Sequence[dict[str, float]], shape: Mapping[str, float]) -> None:
-        """Add `kind_<kind>` (P(the page is of that kind), from its shape) to every row."""
-        if self.kinds is None or not rows:
-            return
-        extra = {f"kind_{kind}": p for kind, p in self.kinds.probabilities(shape).items()}
-        for row in rows:
-            row.update(extra)
 
     def probabilities(self, rows: Sequence[Mapping[str, float]]) -> list[float]:
         """P(main content) per feature row; a feature the row lacks counts as 0."""
@@ -61,71 +52,29 @@ class Forest:
             "threshold": self.threshold,
             "info": dict(self.info),
             "trees": [[list(part) for part in tree] for tree in self.trees],
-            **({"kinds": self.kinds.to_json()} if self.kinds else {}),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Forest:
+        trees = []
+        for raw in data["trees"]:
+            feature, threshold, left, right, value = raw
+            trees.append(
+                (
+                    tuple(int(v) for v in feature),
+                    tuple(float(v) for v in threshold),
+                    tuple(int(v) for v in left),
+                    tuple(int(v) for v in right),
+                    tuple(float(v) for v in value),
+                )
+            )
         return cls(
             features=tuple(str(f) for f in data["features"]),
             baseline=float(data["baseline"]),
-            trees=tuple(_tree(raw) for raw in data["trees"]),
+            trees=tuple(trees),
             threshold=float(data.get("threshold", 0.5)),
             info=dict(data.get("info") or {}),
-            kinds=KindForest.from_json(data["kinds"]) if data.get("kinds") else None,
         )
-
-
-@dataclass(frozen=True)
-class KindForest:
-    """Multi-class trees (one tree per class per boosting round): P(page kind) from page signals."""
-
-    classes: tuple[str, ...]
-    features: tuple[str, ...]
-    baselines: tuple[float, ...]
-    rounds: tuple[tuple[Tree, ...], ...]
-
-    def probabilities(self, row: Mapping[str, float]) -> dict[str, float]:
-        x = [float(row.get(name, 0.0)) for name in self.features]
-        scores = list(self.baselines)
-        for trees in self.rounds:
-            for k, (feature, threshold, left, right, value) in enumerate(trees):
-                i = 0
-                while feature[i] >= 0:
-                    i = left[i] if x[feature[i]] <= threshold[i] else right[i]
-                scores[k] += value[i]
-        top = max(scores)
-        exps = [math.exp(s - top) for s in scores]
-        total = sum(exps)
-        return {kind: e / total for kind, e in zip(self.classes, exps, strict=True)}
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "classes": list(self.classes),
-            "features": list(self.features),
-            "baselines": list(self.baselines),
-            "rounds": [[[list(part) for part in tree] for tree in trees] for trees in self.rounds],
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> KindForest:
-        return cls(
-            classes=tuple(str(c) for c in data["classes"]),
-            features=tuple(str(f) for f in data["features"]),
-            baselines=tuple(float(b) for b in data["baselines"]),
-            rounds=tuple(tuple(_tree(raw) for raw in trees) for trees in data["rounds"]),
-        )
-
-
-def _tree(raw: Sequence[Sequence[float]]) -> Tree:
-    feature, threshold, left, right, value = raw
-    return (
-        tuple(int(v) for v in feature),
-        tuple(float(v) for v in threshold),
-        tuple(int(v) for v in left),
-        tuple(int(v) for v in right),
-        tuple(float(v) for v in value),
-    )
 
 
 @cache
@@ -133,29 +82,19 @@ def load_model(path: Path = MODEL_PATH) -> Forest:
     return Forest.from_json(json.loads(path.read_text(encoding="utf-8")))
 
 
-def _sklearn_tree(predictor: Any) -> Tree:
-    nodes = predictor.nodes
-    return (
-        tuple(-1 if n["is_leaf"] else int(n["feature_idx"]) for n in nodes),
-        tuple(float(n["num_threshold"]) for n in nodes),
-        tuple(int(n["left"]) for n in nodes),
-        tuple(int(n["right"]) for n in nodes),
-        tuple(float(n["value"]) for n in nodes),
-    )
-
-
 def from_sklearn(model: object, features: Sequence[str], threshold: float, info: Mapping[str, object]) -> Forest:
     """Convert a fitted binary HistGradientBoostingClassifier (benchmark side only)."""
     baseline = float(model._baseline_prediction.ravel()[0])  # type: ignore[attr-defined]
-    trees = tuple(_sklearn_tree(predictor) for (predictor,) in model._predictors)  # type: ignore[attr-defined]
-    return Forest(tuple(features), baseline, trees, threshold, dict(info))
-
-
-def kinds_from_sklearn(model: object, features: Sequence[str]) -> KindForest:
-    """Convert a fitted multi-class HistGradientBoostingClassifier (benchmark side only)."""
-    return KindForest(
-        classes=tuple(str(c) for c in model.classes_),  # type: ignore[attr-defined]
-        features=tuple(features),
-        baselines=tuple(float(b) for b in model._baseline_prediction.ravel()),  # type: ignore[attr-defined]
-        rounds=tuple(tuple(_sklearn_tree(p) for p in predictors) for predictors in model._predictors),  # type: ignore[attr-defined]
-    )
+    trees = []
+    for (predictor,) in model._predictors:  # type: ignore[attr-defined]
+        nodes = predictor.nodes
+        trees.append(
+            (
+                tuple(-1 if n["is_leaf"] else int(n["feature_idx"]) for n in nodes),
+                tuple(float(n["num_threshold"]) for n in nodes),
+                tuple(int(n["left"]) for n in nodes),
+                tuple(int(n["right"]) for n in nodes),
+                tuple(float(n["value"]) for n in nodes),
+            )
+        )
+    return Forest(tuple(features), baseline, tuple(trees), threshold, dict(info))

@@ -10,8 +10,8 @@ from sandbox_image.scrape.document import choose_document
 from sandbox_image.scrape.features import block_features
 from sandbox_image.scrape.main_content import Selection, _whole_tables, content_element
 from sandbox_image.scrape.markdown import to_markdown
-from sandbox_image.scrape.model import Forest, KindForest, load_model
-from sandbox_image.scrape.page_kind import page_kind_features, page_shape
+from sandbox_image.scrape.model import Forest, load_model
+from sandbox_image.scrape.page_kind import page_kind_features
 
 PAGE = """<html><body>
 <nav><a href="/">Home</a> <a href="/shop">Shop</a></nav>
@@ -84,42 +84,16 @@ def test_forest_evaluates_trees_like_the_exported_json() -> None:
     assert again.probabilities([{"x": 1.0}]) == [high]
 
 
-def test_kind_forest_is_a_softmax_over_per_class_trees() -> None:
-    # Two classes, one round: "shop" gains 2.0 when price > 1, "news" gains 2.0 otherwise.
-    stump = ((0, -1, -1), (1.0, 0.0, 0.0), (1, 0, 0), (2, 0, 0))
-    kinds = KindForest(
-        ("news", "shop"), ("price",), (0.0, 0.0), (((*stump, (0.0, 2.0, 0.0)), (*stump, (0.0, 0.0, 2.0))),)
-    )
-    cheap, priced = kinds.probabilities({}), kinds.probabilities({"price": 3.0})
-    assert cheap["news"] > 0.85 and priced["shop"] > 0.85
-    assert abs(sum(priced.values()) - 1.0) < 1e-9
-    again = KindForest.from_json(json.loads(json.dumps(kinds.to_json())))
-    assert again.probabilities({"price": 3.0}) == priced
-
-
-def test_page_shape_sees_shop_and_forum_words() -> None:
-    texts = ["Blue mug", "$12.99", "Add to cart", "In stock"]
-    rows = [{"li": 0.0, "declares_product": 1.0}, {"li": 1.0}, {"li": 1.0}, {"li": 1.0}]
-    shape = page_shape(texts, [2, 2, 3, 2], rows)
-    assert shape["price"] > 0 and shape["cue_cart"] > 0 and shape["cue_forum"] == 0.0
-    assert shape["declares_product"] == 1.0 and abs(shape["share_li"] - 7 / 9) < 1e-9
-    assert page_shape([], [], [])["log_blocks"] == 0.0
-
-
 def test_shipped_model_matches_the_features_the_engine_computes() -> None:
     model = load_model()
     document = choose_document(PAGE)
     blocks = segment(document.root)
     votes = {name: [True] * len(blocks) for name in ("trafilatura", "readability")}
     rows = block_features(blocks, votes, page_kind_features(document.root, "https://example.org/blog/post"))
-    model.with_kinds(rows, page_shape([b.text for b in blocks], [b.words for b in blocks], rows))
     computed = set(rows[0])
     names = {n for n in model.features if not n.startswith(("vote_", "page_kept_"))}
     assert names, "the model uses block features"
     assert names <= computed, names - computed
-    if model.kinds is not None:
-        shape = page_shape([b.text for b in blocks], [b.words for b in blocks], rows)
-        assert set(model.kinds.features) - {n for n in model.kinds.features if n.startswith("page_kept_")} <= set(shape)
     probabilities = model.probabilities(rows)
     assert len(probabilities) == len(blocks) and all(0.0 <= p <= 1.0 for p in probabilities)
 
