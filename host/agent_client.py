@@ -56,7 +56,10 @@ class AgentClient:
         session = self._session
         if session is None or session.closed or session.loop is not asyncio.get_running_loop():
             session = self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=None), trust_env=False, auto_decompress=False
+                timeout=aiohttp.ClientTimeout(total=None),
+                trust_env=False,
+                auto_decompress=False,
+                cookie_jar=aiohttp.DummyCookieJar(),  # the agent sets none; filtering the jar cost ~0.1 ms a call
             )
         return session
 
