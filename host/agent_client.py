@@ -5,16 +5,20 @@ The caller hands in the RPC-layer Deadline and the agent is told (`deadlineMs`) 
 of the ladder (`rpc.deadline.LADDER`), a little less, so that it answers with a structured timeout
 before this client's own backstop fires; if the agent is frozen or gone, the backstop turns the hang
 into RPC_TIMEOUT / AGENT_UNREACHABLE. Every failure leaves here as a BoxwrightError.
+
+The HTTP client is aiohttp's (the agent's own library): measured on a real sandbox, one keep-alive
+POST costs the host ~0.55 ms of CPU with it against ~1.3 ms with httpx, on every tool call.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import time
 from dataclasses import dataclass, field
 
-import httpx
+import aiohttp
 from pydantic import ValidationError
 
 from rpc.deadline import LADDER, Deadline
@@ -32,28 +36,48 @@ HEADERS = {"Content-Type": "application/json"}
 class AgentEndpoint:
     base_url: str
     token: str = field(repr=False)
+    headers: dict[str, str] = field(init=False, repr=False, compare=False)
+    rpc_url: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def headers(self) -> dict[str, str]:
-        return {**HEADERS, "Authorization": f"Bearer {self.token}"}
+    def __post_init__(self) -> None:
+        # Derived once: they are read on every call.
+        object.__setattr__(self, "headers", {**HEADERS, "Authorization": f"Bearer {self.token}"})
+        object.__setattr__(self, "rpc_url", f"{self.base_url}/rpc")
 
 
 class AgentClient:
     def __init__(self) -> None:
-        # No pooled keep-alive across sandboxes is needed; one client keeps connections per host:port.
-        self._http = httpx.AsyncClient(timeout=None, trust_env=False)
+        # One session keeps keep-alive connections per host:port (so one per sandbox). It is made on
+        # first use, inside the event loop it belongs to (the manager is built before the loop runs).
+        self._session: aiohttp.ClientSession | None = None
         self._ids = itertools.count(1)
 
+    def _http(self) -> aiohttp.ClientSession:
+        session = self._session
+        if session is None or session.closed or session.loop is not asyncio.get_running_loop():
+            session = self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=None),
+                trust_env=False,
+                auto_decompress=False,
+                cookie_jar=aiohttp.DummyCookieJar(),  # the agent sets none; filtering the jar cost ~0.1 ms a call
+            )
+        return session
+
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def health(self, endpoint: AgentEndpoint, timeout_s: float = 2.0) -> Health:
         """GET /healthz; an agent that does not answer it (yet) is AGENT_UNREACHABLE."""
         try:
-            resp = await self._http.get(f"{endpoint.base_url}/healthz", timeout=timeout_s)
-            resp.raise_for_status()
-            return Health.model_validate_json(resp.content)
-        except (httpx.HTTPError, ValidationError) as exc:
+            async with self._http().get(
+                f"{endpoint.base_url}/healthz", timeout=aiohttp.ClientTimeout(total=timeout_s)
+            ) as resp:
+                resp.raise_for_status()
+                content = await resp.read()
+            return Health.model_validate_json(content)
+        except (aiohttp.ClientError, TimeoutError, ValidationError) as exc:
             raise BoxwrightError(
                 ErrorCode.AGENT_UNREACHABLE,
                 f"the sandbox agent's health check failed ({type(exc).__name__})",
@@ -64,27 +88,31 @@ class AgentClient:
         agent_ms = max(1, LADDER.agent(deadline).remaining_ms())
         body = encode_request(method, params, deadline_ms=agent_ms, request_id=next(self._ids))
         started = time.monotonic()
+        connect_s = min(5.0, max(0.1, deadline.remaining()))
         try:
-            async with deadline.timeout():
-                resp = await self._http.post(
-                    f"{endpoint.base_url}/rpc",
-                    content=body,
+            async with (
+                deadline.timeout(),
+                self._http().post(
+                    endpoint.rpc_url,
+                    data=body,
                     headers=endpoint.headers,
-                    timeout=httpx.Timeout(None, connect=min(5.0, max(0.1, deadline.remaining()))),
-                )
+                    timeout=aiohttp.ClientTimeout(total=None, connect=connect_s),
+                ) as resp,
+            ):
+                status, content = resp.status, await resp.read()
+        except aiohttp.ClientError as exc:  # before TimeoutError: a connect timeout is one of these too
+            raise BoxwrightError(
+                ErrorCode.AGENT_UNREACHABLE,
+                f"cannot reach the sandbox agent ({type(exc).__name__})",
+                details={"method": method.name},
+            ) from exc
         except TimeoutError as exc:
             raise BoxwrightError(
                 ErrorCode.RPC_TIMEOUT,
                 f"the sandbox did not answer {method.name} within {time.monotonic() - started:.1f}s",
                 details={"method": method.name},
             ) from exc
-        except httpx.TransportError as exc:
-            raise BoxwrightError(
-                ErrorCode.AGENT_UNREACHABLE,
-                f"cannot reach the sandbox agent ({type(exc).__name__})",
-                details={"method": method.name},
-            ) from exc
-        return read_answer(method, resp.status_code, resp.content)
+        return read_answer(method, status, content)
 
 
 def read_answer(method: Method[P, R], status: int, content: bytes) -> R:

@@ -11,13 +11,12 @@ from aiohttp import web
 
 from rpc.models.live import LIVE_PATH
 from rpc.models.sandbox import Health
-from sandbox_image import activity, browser, claim, files, info, tasks
+from sandbox_image import activity, browser, claim, files, info, scrape, tasks
 from sandbox_image.auth import TokenAuth
 from sandbox_image.browser import live
 from sandbox_image.code import client as code_client
 from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.scrape import service as scrape_service
 from sandbox_image.server import build_app
 
 
@@ -45,7 +44,7 @@ def create_agent_app(settings: SandboxSettings) -> web.Application:
     browser_service = browser.register(dispatcher, settings)
     task_service = tasks.register(dispatcher, browser_service)
     activity.register(dispatcher, runner=runner, runs=task_service.runs)
-    scrape_service.register(dispatcher, browser_service)
+    scrape.register(dispatcher, browser_service)  # the engine loads on the first scrape
 
     async def health() -> Health:
         return await info.health(runner)

@@ -74,15 +74,30 @@ def too_large(tool: str, size: int) -> BoxwrightError:
     )
 
 
+def _may_exceed(text: str, data_json: str, extra: Sequence[ContentBlock]) -> bool:
+    """False when the result surely fits on the wire, without serialising it once more: the text is at
+    most 6 times longer JSON-escaped (\\uXXXX), structuredContent at most twice its compact JSON (number
+    spellings differ between json and pydantic by a few characters), plus the envelope."""
+    if extra:
+        return True
+    bound = 6 * len(text.encode("utf-8")) + 2 * len(data_json.encode("utf-8")) + 1024
+    return bound > MAX_RESULT_BYTES
+
+
 def success(tool: str, summary: str, result: BaseModel, extra: Sequence[ContentBlock] = ()) -> CallToolResult:
-    data = valid_unicode(result.model_dump(mode="json"))
-    answer = CallToolResult(
-        content=[TextContent(type="text", text=f"{_valid_str(summary)}\n{_json(data)}"), *extra],
-        structured_content=data,
-    )
-    size = wire_bytes(answer)
-    if size > MAX_RESULT_BYTES:
-        raise too_large(tool, size)
+    data = result.model_dump(mode="json")
+    data_json = _json(data)
+    try:
+        data_json.encode("utf-8")  # a lone surrogate anywhere (keys too) fails here: only then walk the data
+    except UnicodeEncodeError:
+        data = valid_unicode(data)
+        data_json = _json(data)
+    text = f"{_valid_str(summary)}\n{data_json}"
+    answer = CallToolResult(content=[TextContent(type="text", text=text), *extra], structured_content=data)
+    if _may_exceed(text, data_json, extra):
+        size = wire_bytes(answer)
+        if size > MAX_RESULT_BYTES:
+            raise too_large(tool, size)
     return answer
 
 
