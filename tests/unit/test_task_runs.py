@@ -149,7 +149,7 @@ async def test_navigation_timeout_is_retried_once(agent: BrowserDriver, site: Ta
 
 async def test_the_window_really_runs_tabs_in_parallel(agent: BrowserDriver, site: TaskSite) -> None:
     site.max_in_flight = 0
-    urls = [site.url(f"/slow/{i}") for i in range(7)]
+    urls = [site.url(f"/slow/w{i}") for i in range(7)]
     status = await finish(agent, await start(agent, "batch_extract_pages", {"urls": urls, "concurrency": 3}))
     assert status["status"] == "succeeded"
     assert site.max_in_flight == 3  # observed at the server: three loads overlapped, never four
