@@ -56,6 +56,7 @@ T = TypeVar("T")
 SANDBOX_NODE_LABEL = "boxwright.sandboxes"  # node label: "true" on nodes that may run sandboxes
 AGENT_ADDRESS_LABEL = "boxwright.agent-address"  # node label: reach published ports here, not at Status.Addr
 TOKEN_SECRET_FILE = "boxwright-token-sha256"  # /run/secrets/<this>, mode 0400, owner agent
+CLAIM_LABEL = labels.PREFIX + "claimed-by"  # service label: which server took a pooled sandbox
 SERVICE_LABEL = "com.docker.swarm.service.name"  # set by swarm on task containers
 AGENT_TARGET_PORT = int(AGENT_PORT.split("/")[0])
 STOP_GRACE_NS = 2_000_000_000
@@ -467,6 +468,34 @@ class SwarmBackend:
         for secret in self.manager.secrets.list(filters={"label": f"{labels.SANDBOX}={sandbox_id}"}):
             with contextlib.suppress(docker.errors.NotFound):
                 _retry(secret.remove, f"removing secret {secret.name}")
+
+    def try_claim(self, container_id: str, claimant: str) -> bool:
+        """Claim an unclaimed sandbox (a warm-pool one) for `claimant`; True only for the one caller
+        whose label update landed. The update carries the version read just before, so the swarm's
+        store rejects every other writer ("update out of sequence"): compare-and-swap across any
+        number of Boxwright servers. A label-only update leaves the running task alone."""
+        service = self.manager.api.inspect_service(container_id)
+        spec = service["Spec"]
+        current = dict(spec.get("Labels") or {})
+        if current.get(CLAIM_LABEL):
+            return False
+        current[CLAIM_LABEL] = claimant
+        try:
+            self.manager.api.update_service(
+                service["ID"],
+                service["Version"]["Index"],
+                task_template=spec["TaskTemplate"],
+                name=spec["Name"],
+                labels=current,
+                mode=spec.get("Mode"),
+                endpoint_spec=spec.get("EndpointSpec"),
+                fetch_current_spec=False,  # exactly the spec read above, nothing merged in
+            )
+        except docker.errors.APIError as exc:
+            if "out of sequence" in str(exc):
+                return False
+            raise
+        return True
 
     def list_sandboxes(self, namespace: str) -> list[ContainerInfo]:
         services = self.manager.api.services(filters={"label": [labels.SANDBOX, f"{labels.NAMESPACE}={namespace}"]})

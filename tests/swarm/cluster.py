@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import ipaddress
+import itertools
 import json
 import logging
 import os
@@ -115,6 +116,10 @@ def prerequisites() -> str | None:
     for tool in ("ip", "nsenter", "unshare", "dockerd", "mount"):
         if shutil.which(tool) is None:
             return f"`{tool}` is not installed"
+    try:
+        docker.from_env(timeout=10).ping()
+    except docker.errors.DockerException as exc:
+        return f"the local Docker engine (the image's source) does not answer: {exc}"
     probe = f"{PREFIX}-probe-{secrets.token_hex(3)}"
     done = _run("ip", "netns", "add", probe, check=False)
     if done.returncode != 0:
@@ -360,16 +365,23 @@ def _netns_pids(netns: str) -> list[int]:
     return [int(p) for p in done.stdout.split() if p.isdigit()]
 
 
-def _container_ids(node_root: Path) -> list[str]:
-    return [p.name for p in (node_root / "data" / "containers").glob("*") if len(p.name) == 64]
-
-
-def _shim_socket(node_root: Path, container_id: str) -> Path:
-    """Where containerd's shim of a container puts its socket: /run/containerd/s/sha256(address/ns/id)
-    (containerd runtime/v2/shim SocketAddress; dockerd's namespace is "moby")."""
-    address = node_root / "exec" / "containerd" / "containerd.sock"
-    digest = hashlib.sha256(f"{address}/moby/{container_id}".encode()).hexdigest()
-    return Path("/run/containerd/s") / digest
+def _shim_sockets(pids: list[int]) -> list[Path]:
+    """The sockets of the containerd shims among `pids`; a killed shim leaves its socket behind in the
+    host's /run/containerd/s, at sha256(<containerd address>/<namespace>/<container id>) (containerd's
+    runtime/v2/shim SocketAddress), all three on the shim's command line."""
+    found = []
+    for pid in pids:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if not argv or not argv[0].endswith(("containerd-shim-runc-v2", "containerd-shim")):
+            continue
+        opts = dict(itertools.pairwise(argv))
+        if {"-namespace", "-id", "-address"} <= opts.keys():
+            key = f"{opts['-address']}/{opts['-namespace']}/{opts['-id']}"
+            found.append(Path("/run/containerd/s") / hashlib.sha256(key.encode()).hexdigest())
+    return found
 
 
 def _cgroup_dirs(name: str) -> list[Path]:
@@ -411,7 +423,7 @@ def teardown(root: Path, cluster_id: str, node_names: list[str], host_link: str)
     namespaces; a graceful stop of a swarm node costs ~8 s for nothing.
     """
     t0 = time.monotonic()
-    shims = [_shim_socket(root / name, cid) for name in node_names for cid in _container_ids(root / name)]
+    shims = [sock for name in node_names for sock in _shim_sockets(_netns_pids(f"{PREFIX}-{cluster_id}-{name}"))]
     for name in node_names:
         netns = f"{PREFIX}-{cluster_id}-{name}"
         for _ in range(50):
@@ -458,12 +470,18 @@ def sweep_stale(progress: Progress | None = None) -> int:
     return swept
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if argv == ["--sweep"]:
         print(f"swept {sweep_stale(print)} fixture(s)")
         return 0
-    if len(argv) == 2 and argv[0] == "--up":  # for trying things by hand; Ctrl-C tears down
+    if len(argv) == 2 and argv[0] == "--up":  # for trying things by hand; Ctrl-C or SIGTERM tears down
+        for sig in (signal.SIGINT, signal.SIGTERM):  # also when started in the background (SIGINT ignored)
+            signal.signal(sig, _interrupt)
         with SwarmCluster(argv[1], progress=print) as cluster:
             for n in cluster.nodes:
                 print(f"{n.name}: DOCKER_HOST={n.docker_url} address={n.address} node={n.node_id}")
