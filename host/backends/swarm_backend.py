@@ -1,53 +1,53 @@
-"""SwarmBackend (prototype, issue 13 phase A): sandboxes as one-replica Docker Swarm services.
+"""SwarmBackend: sandboxes as one-replica Docker Swarm services (BOXWRIGHT_BACKEND=swarm, docs/fleet.md).
 
 The manager engine schedules; each sandbox is a service with restart condition `none`, placed on
 nodes labelled `boxwright.sandboxes=true` (swarm spreads services over them), reached at the node's
-address and the task's host-mode published port (endpoint mode dnsrr: this kernel has no IPVS for
-the routing mesh). What swarm cannot do goes to the engine of the node running the task, so the
-backend needs each sandbox node's engine API too (BOXWRIGHT_SWARM_ENGINES): `docker exec` of the
-code runner, the netguard container that joins the task's network namespace, and removal of the
-task's container and volumes at once.
+address and the task's host-mode published port (endpoint mode dnsrr: without IPVS the routing mesh
+does not work). What swarm cannot do goes to the engine of the node running the task, so the backend
+needs each sandbox node's engine API too (BOXWRIGHT_SWARM_ENGINES): `docker exec` of the code runner,
+the netguard container that joins the task's network namespace, and removal of the task's container
+and volumes at once — through a DockerBackend bound to that node's engine, the same code as locally.
 
-Hardening as DockerBackend where swarm allows it (docs/fleet-notes.md has the list): user agent,
-every capability dropped, read-only root, pids/memory/CPU limits, ICC-off namespace network (a
-swarm-scoped bridge made from a config-only network on every node), the token's hash also as a
-swarm secret readable by `agent` only. no-new-privileges is not a service option: it comes from
-`--no-new-privileges` / daemon.json on each node. Swarm's tmpfs mounts (API 1.41) take no uid, gid
-or exec option, so the scratch dirs are local-driver volumes of type tmpfs, named per sandbox.
+Hardening as host.backends.hardening where swarm allows it (docs/fleet-notes.md has the list): user
+agent, every capability dropped, read-only root, pids/memory/CPU limits, an ICC-off namespace network
+(a swarm-scoped bridge made from a config-only network on every node). no-new-privileges is not a
+service option: it comes from `--no-new-privileges` / daemon.json on each node (`boxwright doctor
+--backend swarm` checks it). Swarm's tmpfs mounts (API 1.41) take no uid, gid or exec option, so the
+scratch dirs are local-driver volumes of type tmpfs, named per sandbox. The agent's hashes are not
+in the service's environment (the spec shows it to anyone with the manager API) but in a swarm
+secret mounted as a file only the agent's user can read (SandboxSettings.secrets_file).
+
+Not on swarm: the workspace size limit (the volume is made on whichever node the task lands; the
+loop-device filesystem would have to be made there first), swap equal to memory (swarm sets 2x).
 
 Handles: ContainerInfo.container_id is the *service* id; the task (node, container) behind it is
-looked up when needed.
+looked up when needed. Service names are opaque like DockerBackend's container names.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-import os
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import docker
 import docker.errors
-from docker.utils import parse_bytes
 
-from host import labels
-from host.backends.base import ContainerInfo, StartSpec
-from host.backends.docker_backend import (
-    AGENT_PORT,
-    AGENT_UID,
-    CODE_RUNNER_CMD,
-    DockerBackend,
-    container_name,
-    local_host_addresses,
-    tmpfs_mounts,
-    volume_name,
-)
-from host.config import Settings
+from host import labels, netinfo
+from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
+from host.backends.docker_backend import DockerBackend, opaque_name, volume_name
+from host.backends.hardening import AGENT_UID, Limits, tmpfs_mounts
+from host.backends.runner import start_code_runner
+from host.config import Settings, size_bytes
+from rpc.agent import AGENT_PORT, HASH_VARS
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.network import NetworkPolicy
+from rpc.settings import EnvSettings
 
 log = logging.getLogger(__name__)
 
@@ -55,30 +55,22 @@ T = TypeVar("T")
 
 SANDBOX_NODE_LABEL = "boxwright.sandboxes"  # node label: "true" on nodes that may run sandboxes
 AGENT_ADDRESS_LABEL = "boxwright.agent-address"  # node label: reach published ports here, not at Status.Addr
-TOKEN_SECRET_FILE = "boxwright-token-sha256"  # /run/secrets/<this>, mode 0400, owner agent
+SECRETS_FILE = "boxwright-agent.env"  # /run/secrets/<this>, mode 0400, owner agent
+SECRETS_PATH = f"/run/secrets/{SECRETS_FILE}"
 CLAIM_LABEL = labels.PREFIX + "claimed-by"  # service label: which server took a pooled sandbox
-SERVICE_LABEL = "com.docker.swarm.service.name"  # set by swarm on task containers
-AGENT_TARGET_PORT = int(AGENT_PORT.split("/")[0])
 STOP_GRACE_NS = 2_000_000_000
 POLL_S = 0.05
 NO_NODE_GRACE_S = 5.0  # "no suitable node" for this long: no labelled node, not a passing state
+LABEL_HINT = f"label the sandbox nodes: docker node update --label-add {SANDBOX_NODE_LABEL}=true NODE"
+ENGINES_HINT = (
+    f"list every sandbox node's engine API in {Settings.env_name('swarm_engines')} and run "
+    "`boxwright doctor --backend swarm`"
+)
+PUSH_HINT = "load the image on every sandbox node: `boxwright image push-nodes`"
 
 # Task states (swarmkit's api.TaskState), mapped onto the container statuses ContainerInfo uses.
 _BEFORE_RUNNING = {"new", "allocated", "pending", "assigned", "accepted", "preparing", "ready", "starting"}
 _ENDED = {"complete", "shutdown", "failed", "rejected", "remove", "orphaned"}
-
-
-@dataclass(frozen=True)
-class SwarmOptions:
-    """Where the swarm is: a manager's engine API, and the engine APIs of the sandbox nodes."""
-
-    manager_url: str | None = None  # None: DOCKER_HOST / the local socket
-    engine_urls: tuple[str, ...] = ()
-
-    @classmethod
-    def from_env(cls) -> SwarmOptions:
-        urls = tuple(u.strip() for u in os.environ.get("BOXWRIGHT_SWARM_ENGINES", "").split(",") if u.strip())
-        return cls(manager_url=os.environ.get("BOXWRIGHT_SWARM_MANAGER") or None, engine_urls=urls)
 
 
 @dataclass(frozen=True)
@@ -95,14 +87,16 @@ def scratch_volume_name(sandbox_id: str, target: str) -> str:
     return f"boxwright-{sandbox_id}-{target.strip('/').replace('/', '-')}"
 
 
-def _connect(url: str | None) -> docker.DockerClient:
+def connect(url: str | None, what: str) -> docker.DockerClient:
+    """A client for the engine at `url` (None: DOCKER_HOST / the local socket), or DOCKER_UNAVAILABLE."""
     try:
         client = docker.DockerClient(base_url=url, timeout=60) if url else docker.from_env(timeout=60)
         client.ping()
     except docker.errors.DockerException as exc:
         raise BoxwrightError(
             ErrorCode.DOCKER_UNAVAILABLE,
-            f"cannot reach the Docker engine at {url or 'DOCKER_HOST'}",
+            f"cannot reach the {what} at {url or 'DOCKER_HOST'}",
+            hint=f"check {Settings.env_name('swarm_manager')} / {Settings.env_name('swarm_engines')}",
             details={"cause": str(exc).splitlines()[0][:300]},
         ) from exc
     return client
@@ -123,48 +117,56 @@ def _retry(fn: Callable[[], T], what: str, timeout_s: float = 10.0) -> T:
             time.sleep(0.1)
 
 
-class SwarmBackend:
+class SwarmBackend(SandboxBackend):
     def __init__(
         self,
         settings: Settings,
-        options: SwarmOptions | None = None,
         *,
         manager: docker.DockerClient | None = None,
         engines: list[docker.DockerClient] | None = None,
     ) -> None:
         self.settings = settings
-        self.options = options or SwarmOptions.from_env()
-        self.manager = manager or _connect(self.options.manager_url)
-        self._engine_list = engines if engines is not None else [_connect(u) for u in self.options.engine_urls]
-        self._engines: dict[str, docker.DockerClient] = {}  # node id -> that node's engine
+        # The node engines' DockerBackends run guards and exec and remove; they make no workspaces.
+        self._node_settings = settings.replace(workspace_quota="off", backend="docker")
+        self.manager = manager or connect(settings.swarm_manager, "swarm manager's engine")
+        self._engine_list = (
+            engines
+            if engines is not None
+            else [connect(u, "sandbox node's engine") for u in settings.swarm_engines or []]
+        )
+        self._nodes: dict[str, DockerBackend] = {}  # node id -> a DockerBackend on that node's engine
+        self._lock = threading.Lock()
 
-    # -- engines -----------------------------------------------------------------------------
-    def _map_engines(self) -> None:
-        self._engines = {}
+    # -- nodes -------------------------------------------------------------------------------
+    def _map_engines(self) -> dict[str, DockerBackend]:
+        found: dict[str, DockerBackend] = {}
         for client in self._engine_list:
-            with contextlib.suppress(docker.errors.DockerException):
+            with contextlib.suppress(docker.errors.DockerException, KeyError):
                 node_id = client.info()["Swarm"]["NodeID"]
                 if node_id:
-                    self._engines[node_id] = client
+                    found[node_id] = DockerBackend(self._node_settings, client=client)
+        return found
 
-    def engine(self, node_id: str) -> docker.DockerClient:
-        """The engine API of one node (exec, netguard, container and volume removal happen there)."""
-        if node_id not in self._engines:
-            self._map_engines()
-        try:
-            return self._engines[node_id]
-        except KeyError:
+    def node(self, node_id: str) -> DockerBackend:
+        """A DockerBackend on the engine of one node (exec, netguard, container and volume removal)."""
+        with self._lock:
+            if node_id not in self._nodes:
+                self._nodes = self._map_engines()
+            found = self._nodes.get(node_id)
+        if found is None:
             raise BoxwrightError(
                 ErrorCode.DOCKER_UNAVAILABLE,
                 f"no engine API configured for swarm node {node_id}",
-                hint="add the node's engine URL to BOXWRIGHT_SWARM_ENGINES and check `boxwright doctor`",
+                hint=ENGINES_HINT,
                 details={"nodeId": node_id},
-            ) from None
+            )
+        return found
 
-    def engines(self) -> Iterator[tuple[str, docker.DockerClient]]:
-        if not self._engines:
-            self._map_engines()
-        yield from list(self._engines.items())
+    def nodes(self) -> list[tuple[str, DockerBackend]]:
+        with self._lock:
+            if not self._nodes:
+                self._nodes = self._map_engines()
+            return list(self._nodes.items())
 
     def sandbox_nodes(self) -> list[dict[str, Any]]:
         """Ready, active nodes labelled for sandboxes (raw node objects)."""
@@ -173,6 +175,16 @@ class SwarmBackend:
             for n in self.manager.nodes.list(filters={"node.label": f"{SANDBOX_NODE_LABEL}=true"})
             if n.attrs["Status"].get("State") == "ready" and n.attrs["Spec"].get("Availability") == "active"
         ]
+
+    def node_engines(self) -> dict[str, docker.DockerClient]:
+        """The engine of every sandbox node by hostname; SANDBOX_START_FAILED when no node is labelled,
+        DOCKER_UNAVAILABLE when one has no engine configured."""
+        nodes = self.sandbox_nodes()
+        if not nodes:
+            raise BoxwrightError(
+                ErrorCode.SANDBOX_START_FAILED, "no ready node is labelled for sandboxes", hint=LABEL_HINT
+            )
+        return {n["Description"]["Hostname"]: self.node(n["ID"]).client for n in nodes}
 
     def node_address(self, node_id: str) -> str:
         attrs = self.manager.nodes.get(node_id).attrs
@@ -188,7 +200,8 @@ class SwarmBackend:
             raise BoxwrightError(
                 ErrorCode.DOCKER_UNAVAILABLE,
                 "the Docker engine is not a swarm manager",
-                hint="point BOXWRIGHT_SWARM_MANAGER (or DOCKER_HOST) at a manager node, or `docker swarm init`",
+                hint=f"point {Settings.env_name('swarm_manager')} (or DOCKER_HOST) at a manager node, "
+                "or run `docker swarm init` there",
                 details={"swarmState": info.get("Swarm", {}).get("LocalNodeState")},
             )
 
@@ -197,10 +210,11 @@ class SwarmBackend:
         return not self.nodes_missing_image(image)
 
     def nodes_missing_image(self, image: str) -> list[str]:
+        """Hostnames of the sandbox nodes without `image` (or whose engine is not configured)."""
         missing = []
         for node in self.sandbox_nodes():
             try:
-                self.engine(node["ID"]).images.get(image)
+                self.node(node["ID"]).client.images.get(image)
             except (docker.errors.ImageNotFound, BoxwrightError):
                 missing.append(node["Description"]["Hostname"])
         return missing
@@ -217,15 +231,14 @@ class SwarmBackend:
     def _ensure_network(self) -> str:
         """A swarm-scoped bridge with inter-container traffic off, instantiated on each node from a
         config-only network of that node (the bridge driver has no swarm-wide options)."""
-        ns_label = {labels.NAMESPACE: self.settings.namespace}
-        for _, client in self.engines():
-            if not _has_network(client, self.network_config_name):
+        for _, node in self.nodes():
+            if not _has_network(node.client, self.network_config_name):
                 with contextlib.suppress(docker.errors.APIError):  # a concurrent server made it
                     _create_network(
-                        client,
+                        node.client,
                         Name=self.network_config_name,
                         Options={"com.docker.network.bridge.enable_icc": "false"},
-                        Labels=ns_label,
+                        Labels={labels.NAMESPACE: self.settings.namespace},
                         ConfigOnly=True,
                     )
         if not _has_network(self.manager, self.network_name):
@@ -252,8 +265,8 @@ class SwarmBackend:
         for net in _networks(self.manager, self.network_name):
             with contextlib.suppress(docker.errors.APIError):  # raced by a new sandbox: keep it
                 net.remove()
-        for _, client in self.engines():
-            for net in _networks(client, self.network_config_name):
+        for _, node in self.nodes():
+            for net in _networks(node.client, self.network_config_name):
                 # The node lets go of the swarm network's local instance a moment after its removal.
                 with contextlib.suppress(docker.errors.APIError):
                     _retry(net.remove, f"removing network {net.name}", timeout_s=5.0)
@@ -261,48 +274,44 @@ class SwarmBackend:
     # -- lifecycle ---------------------------------------------------------------------------
     def service_spec(self, spec: StartSpec, secret_id: str) -> dict[str, Any]:
         """The `create_service` arguments of a sandbox (public for measurements, like run_kwargs)."""
-        s = self.settings
+        limits = Limits.of(self.settings)
         sid = spec.sandbox_id
-        scope = {labels.SANDBOX: sid, labels.NAMESPACE: s.namespace}
         mounts: list[dict[str, Any]] = [
             {
                 "Type": "volume",
                 "Source": volume_name(sid),
                 "Target": "/workspace",
-                "VolumeOptions": {"Labels": scope},
+                "VolumeOptions": {"Labels": spec.labels},  # sealed: reconcile tells its own orphans by them
             },
-            {"Type": "tmpfs", "Target": "/dev/shm", "TmpfsOptions": {"SizeBytes": parse_bytes(s.shm_size)}},
+            {"Type": "tmpfs", "Target": "/dev/shm", "TmpfsOptions": {"SizeBytes": size_bytes(limits.shm_size)}},
         ]
-        for target, opts in tmpfs_mounts(s.tmp_size).items():
+        for target, opts in tmpfs_mounts(limits.tmp_size).items():
             mounts.append(
                 {
                     "Type": "volume",
                     "Source": scratch_volume_name(sid, target),
                     "Target": target,
                     "VolumeOptions": {
-                        "Labels": scope,
+                        "Labels": spec.labels,
                         "DriverConfig": {"Name": "local", "Options": {"type": "tmpfs", "device": "tmpfs", "o": opts}},
                     },
                 }
             )
+        env = {k: v for k, v in spec.env.items() if k not in HASH_VARS}
+        env[EnvSettings.env_name("secrets_file")] = SECRETS_PATH
         task_template = {
             "ContainerSpec": {
                 "Image": spec.image,
                 "Hostname": "sandbox",
                 "User": "agent",
-                "Env": [f"{k}={v}" for k, v in spec.env.items()],
+                "Env": [f"{k}={v}" for k, v in env.items()],
                 "Labels": spec.labels,
                 "ReadOnly": True,
                 "CapabilityDrop": ["ALL"],
                 "Mounts": mounts,
                 "Secrets": [
                     {
-                        "File": {
-                            "Name": TOKEN_SECRET_FILE,
-                            "UID": str(AGENT_UID),
-                            "GID": str(AGENT_UID),
-                            "Mode": 0o400,
-                        },
+                        "File": {"Name": SECRETS_FILE, "UID": str(AGENT_UID), "GID": str(AGENT_UID), "Mode": 0o400},
                         "SecretID": secret_id,
                         "SecretName": self.secret_name(sid),
                     }
@@ -311,7 +320,11 @@ class SwarmBackend:
             },
             "Resources": {
                 # docker-py's Resources has no Pids: the raw dict carries it.
-                "Limits": {"NanoCPUs": s.nano_cpus, "MemoryBytes": parse_bytes(s.mem_limit), "Pids": s.pids_limit}
+                "Limits": {
+                    "NanoCPUs": limits.nano_cpus or 0,
+                    "MemoryBytes": size_bytes(limits.mem_limit),
+                    "Pids": limits.pids_limit,
+                }
             },
             "RestartPolicy": {"Condition": "none"},
             "Placement": {"Constraints": [f"node.labels.{SANDBOX_NODE_LABEL}==true"]},
@@ -319,33 +332,30 @@ class SwarmBackend:
         }
         return {
             "task_template": task_template,
-            "name": container_name(sid),
+            "name": opaque_name(),
             "labels": spec.labels,
             "mode": {"Replicated": {"Replicas": 1}},
             "endpoint_spec": {
                 "Mode": "dnsrr",
-                "Ports": [{"Protocol": "tcp", "TargetPort": AGENT_TARGET_PORT, "PublishMode": "host"}],
+                "Ports": [{"Protocol": "tcp", "TargetPort": AGENT_PORT, "PublishMode": "host"}],
             },
         }
 
     @staticmethod
     def secret_name(sandbox_id: str) -> str:
-        return f"boxwright-{sandbox_id}-token"
+        return f"boxwright-{sandbox_id}-agent"
 
     def start(self, spec: StartSpec) -> ContainerInfo:
-        token_hash = spec.env.get("BOXWRIGHT_TOKEN_SHA256", "")
-        scope = {labels.SANDBOX: spec.sandbox_id, labels.NAMESPACE: self.settings.namespace}
+        hashes = "".join(f"{k}={v}\n" for k, v in spec.env.items() if k in HASH_VARS)
         try:
             secret = self.manager.secrets.create(
-                name=self.secret_name(spec.sandbox_id), data=token_hash.encode(), labels=scope
+                name=self.secret_name(spec.sandbox_id), data=hashes, labels=spec.labels
             )
             created = self.manager.api.create_service(**self.service_spec(spec, secret.id or ""))
-            task = self._wait_running(created["ID"], time.monotonic() + self.settings.startup_timeout_s)
+            task = self._wait_running(created["ID"], time.monotonic() + self.settings.startup_timeout)
         except BaseException as exc:
             with contextlib.suppress(Exception):
                 self.remove(spec.sandbox_id, None)
-            if isinstance(exc, BoxwrightError):
-                raise
             if isinstance(exc, docker.errors.DockerException):
                 raise BoxwrightError(
                     ErrorCode.SANDBOX_START_FAILED,
@@ -370,15 +380,11 @@ class SwarmBackend:
                 if task.state == "running" and task.port:
                     return task
                 if task.state in _ENDED:
-                    code = (
-                        ErrorCode.IMAGE_NOT_FOUND if "No such image" in task.error else ErrorCode.SANDBOX_START_FAILED
-                    )
+                    missing = "No such image" in task.error
                     raise BoxwrightError(
-                        code,
+                        ErrorCode.IMAGE_NOT_FOUND if missing else ErrorCode.SANDBOX_START_FAILED,
                         f"the sandbox task {task.state}: {task.error or 'no reason given'}",
-                        hint="load the image on every node (`boxwright image push-nodes`)"
-                        if code is ErrorCode.IMAGE_NOT_FOUND
-                        else None,
+                        hint=PUSH_HINT if missing else None,
                         details={"nodeId": task.node_id, "taskState": task.state},
                     )
                 if "no suitable node" in task.error:
@@ -387,7 +393,7 @@ class SwarmBackend:
                         raise BoxwrightError(
                             ErrorCode.SANDBOX_START_FAILED,
                             f"no swarm node can take the sandbox: {task.error}",
-                            hint=f"label sandbox nodes: docker node update --label-add {SANDBOX_NODE_LABEL}=true NODE",
+                            hint=LABEL_HINT,
                         )
             if now >= deadline:
                 raise BoxwrightError(
@@ -409,22 +415,20 @@ class SwarmBackend:
             return None
         return f"http://{self.node_address(task.node_id)}:{task.port}"
 
-    def _node_backend(self, service_id: str) -> tuple[DockerBackend, Task]:
+    def _on_node(self, service_id: str) -> tuple[DockerBackend, Task]:
         task = self.task(service_id)
         if task is None or not task.container_id:
             raise BoxwrightError(ErrorCode.SANDBOX_NOT_RUNNING, "the sandbox has no running task")
-        return DockerBackend(self.settings, client=self.engine(task.node_id)), task
+        return self.node(task.node_id), task
 
-    def start_code_runner(self, container_id: str) -> None:
+    def start_code_runner(self, container_id: str, secret: str) -> None:
         """`docker exec` as `runner` on the engine of the node running the task (swarm has no exec)."""
-        node, task = self._node_backend(container_id)
-        node.client.containers.get(task.container_id).exec_run(
-            CODE_RUNNER_CMD, user="runner", detach=True, workdir="/workspace"
-        )
+        node, task = self._on_node(container_id)
+        start_code_runner(node.client.api, task.container_id, secret)
 
     def host_addresses(self) -> list[str]:
         """Addresses a `public` sandbox must not reach: every node's, and this machine's own."""
-        found = set(local_host_addresses())
+        found = set(netinfo.local_addresses())
         for node in self.manager.nodes.list():
             attrs = node.attrs
             found.add(attrs["Status"].get("Addr", ""))
@@ -432,14 +436,20 @@ class SwarmBackend:
             found.add((attrs["Spec"].get("Labels") or {}).get(AGENT_ADDRESS_LABEL, ""))
         return sorted(a for a in found if a and a not in ("0.0.0.0", "127.0.0.1"))
 
-    def apply_network_policy(self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy) -> str:
-        """DockerBackend's netguard, run on the node's engine against the task's container."""
-        node, task = self._node_backend(container_id)
-        return node.apply_network_policy(sandbox_id, task.container_id, image, policy)
+    def host_networks(self) -> list[str]:
+        """Unknown for remote nodes (private ranges are blocked in `public` mode anyway; docs/fleet.md)."""
+        return []
 
-    def remove_leftover_guards(self) -> None:
-        for _, client in self.engines():
-            DockerBackend(self.settings, client=client).remove_leftover_guards()
+    def apply_network_policy(
+        self, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str
+    ) -> str:
+        """DockerBackend's netguard, run on the node's engine against the task's container."""
+        node, task = self._on_node(container_id)
+        return node.apply_network_policy(sandbox_id, task.container_id, image, policy, server_id)
+
+    def sweep_leftovers(self, server_id: str, live_ids: set[str], grace_s: float) -> None:
+        for _, node in self.nodes():
+            node.sweep_leftovers(server_id, live_ids, grace_s)
 
     def inspect(self, container_id: str) -> ContainerInfo | None:
         try:
@@ -454,18 +464,18 @@ class SwarmBackend:
         The task container is force-removed on its node at once (swarm would stop it gracefully
         and remove it some seconds later), so the volumes can go too.
         """
-        with contextlib.suppress(docker.errors.NotFound):
-            self.manager.api.remove_service(container_id or container_name(sandbox_id))
-        for _, client in self.engines():
-            for c in client.containers.list(
-                all=True, filters={"label": f"{SERVICE_LABEL}={container_name(sandbox_id)}"}
-            ):
-                _force_remove(client, c.id or "")
-            _force_remove(client, f"{container_name(sandbox_id)}-netguard")
-            for vol in client.volumes.list(filters={"label": f"{labels.SANDBOX}={sandbox_id}"}):
+        mine = f"{labels.SANDBOX}={sandbox_id}"
+        services = [container_id] if container_id else []
+        services += [s["ID"] for s in self.manager.api.services(filters={"label": mine}) if s["ID"] not in services]
+        for service in services:
+            with contextlib.suppress(docker.errors.NotFound):
+                self.manager.api.remove_service(service)
+        for _, node in self.nodes():
+            node.remove(sandbox_id, None)  # its task container (by label) and workspace volume
+            for vol in node.client.volumes.list(filters={"label": mine}):  # the scratch volumes
                 with contextlib.suppress(docker.errors.NotFound):
-                    _retry(lambda v=vol: v.remove(force=True), f"removing volume {vol.name}")
-        for secret in self.manager.secrets.list(filters={"label": f"{labels.SANDBOX}={sandbox_id}"}):
+                    _retry(functools.partial(vol.remove, force=True), f"removing volume {vol.name}")
+        for secret in self.manager.secrets.list(filters={"label": mine}):
             with contextlib.suppress(docker.errors.NotFound):
                 _retry(secret.remove, f"removing secret {secret.name}")
 
@@ -506,30 +516,26 @@ class SwarmBackend:
             newest[raw["ServiceID"]] = _task(raw)
         return [self._info(s, newest.get(s["ID"])) for s in services]
 
-    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[str]:
-        """One workspace-volume name per sandbox that left volumes or a secret behind but has no service.
-
-        The manager derives the sandbox id from that name and calls remove_volume, which removes
-        all of that sandbox's leftovers on every node (scratch volumes, secret) — the protocol's
-        volume-shaped orphan sweep, until it grows a sandbox-shaped one.
-        """
+    def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, dict[str, str]]]:
+        """One entry per sandbox without a service that left volumes (on any node) or a secret behind:
+        its workspace volume's name and the sealed labels. remove_volume then removes all of it."""
         flt = {"label": [labels.SANDBOX, f"{labels.NAMESPACE}={namespace}"]}
-        found: set[str] = set()
-        for _, client in self.engines():
-            found |= {(v.attrs.get("Labels") or {}).get(labels.SANDBOX, "") for v in client.volumes.list(filters=flt)}
-        found |= {
-            (s.attrs["Spec"].get("Labels") or {}).get(labels.SANDBOX, "")
-            for s in self.manager.secrets.list(filters=flt)
-        }
-        return sorted(volume_name(sid) for sid in found if sid and sid not in live_ids)
+        found: dict[str, dict[str, str]] = {}
+        for _, node in self.nodes():
+            for vol in node.client.volumes.list(filters=flt):
+                lab = dict(vol.attrs.get("Labels") or {})
+                found.setdefault(lab.get(labels.SANDBOX, ""), lab)
+        for secret in self.manager.secrets.list(filters=flt):
+            lab = dict(secret.attrs["Spec"].get("Labels") or {})
+            found.setdefault(lab.get(labels.SANDBOX, ""), lab)
+        return [(volume_name(sid), lab) for sid, lab in sorted(found.items()) if sid and sid not in live_ids]
 
     def remove_volume(self, name: str) -> None:
-        sid = name.removeprefix("boxwright-").removesuffix("-workspace")
-        self.remove(sid, None)
+        self.remove(name.removeprefix("boxwright-").removesuffix("-workspace"), None)
 
     def logs_tail(self, container_id: str, lines: int = 40) -> str:
         try:
-            node, task = self._node_backend(container_id)
+            node, task = self._on_node(container_id)
         except BoxwrightError:
             return ""
         return node.logs_tail(task.container_id, lines)
@@ -561,7 +567,7 @@ def _task(raw: dict[str, Any]) -> Task:
         container_id=(status.get("ContainerStatus") or {}).get("ContainerID", ""),
         state=status.get("State", ""),
         error=status.get("Err", ""),
-        port=next((p.get("PublishedPort") for p in ports if p.get("TargetPort") == AGENT_TARGET_PORT), None),
+        port=next((p.get("PublishedPort") for p in ports if p.get("TargetPort") == AGENT_PORT), None),
     )
 
 
@@ -578,14 +584,3 @@ def _create_network(client: docker.DockerClient, **body: Any) -> None:
     """POST /networks/create with fields docker-py's create_network lacks (ConfigOnly, ConfigFrom)."""
     api = client.api
     api._result(api._post_json(api._url("/networks/create"), data=body), json=True)
-
-
-def _force_remove(client: docker.DockerClient, target: str) -> None:
-    """Remove a container and its anonymous volumes now; gone already or being removed is fine."""
-    try:
-        client.containers.get(target).remove(force=True, v=True)
-    except docker.errors.NotFound:
-        pass
-    except docker.errors.APIError as exc:
-        if exc.status_code != 409:
-            raise

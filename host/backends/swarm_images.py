@@ -2,7 +2,7 @@
 
 One `docker save` stream from a source engine is fed to a `docker load` on every target engine at
 the same time: the loads unpack while the save is still producing, and no tar file touches the
-disk. Used by the swarm test fixture, and meant for `boxwright image push-nodes` (phase B).
+disk. Used by `boxwright image push-nodes` and by the swarm test fixture.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from host import labels
 from host.backends.swarm_backend import SwarmBackend
 from host.config import Settings
 from host.sandboxes.manager import SandboxManager
-from tests.swarm.cluster import SwarmCluster, prerequisites, sweep_stale
+from tests.swarm.cluster import Node, SwarmCluster, prerequisites, sweep_stale
 
 _HERE = Path(__file__).parent
 
@@ -70,13 +70,38 @@ def swarm_namespace(swarm_cluster: SwarmCluster) -> str:
 
 
 def swarm_settings(namespace: str, image: str, state_dir: Path, **extra: object) -> Settings:
-    return Settings(namespace=namespace, image=image, state_dir=state_dir, startup_timeout_s=60, **extra)
+    return Settings(namespace=namespace, image=image, state_dir=state_dir, backend="swarm", startup_timeout=60, **extra)
+
+
+def swarm_env(cluster: SwarmCluster, namespace: str, state: Path, **extra: str) -> dict[str, str]:
+    """The environment of a `boxwright serve --backend swarm` of the tests: the fixture's manager and
+    node engines, a namespace and state dir of its own."""
+    env = dict(os.environ)
+    env.update(
+        BOXWRIGHT_SWARM_MANAGER=cluster.manager.docker_url,
+        BOXWRIGHT_SWARM_ENGINES=",".join(n.docker_url for n in cluster.nodes),
+        BOXWRIGHT_IMAGE=cluster.image,
+        BOXWRIGHT_NAMESPACE=namespace,
+        BOXWRIGHT_STATE_DIR=str(state),
+        BOXWRIGHT_LOG_LEVEL="INFO",
+        XDG_CONFIG_HOME=str(state / "config"),
+        **extra,
+    )
+    return env
 
 
 @pytest.fixture
 def swarm_backend(swarm_cluster: SwarmCluster, swarm_namespace: str, tmp_path: Path) -> SwarmBackend:
     settings = swarm_settings(swarm_namespace, swarm_cluster.image, tmp_path / "state")
     return SwarmBackend(settings, manager=swarm_cluster.manager.docker, engines=[n.docker for n in swarm_cluster.nodes])
+
+
+def node_of(cluster: SwarmCluster, sandbox_id: str) -> Node:
+    """The node running a sandbox's task container."""
+    for node in cluster.nodes:
+        if node.docker.containers.list(filters={"label": f"{labels.SANDBOX}={sandbox_id}"}):
+            return node
+    raise AssertionError(f"no node runs {sandbox_id}")
 
 
 @pytest.fixture
