@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
+import contextlib
 import os
 import secrets
 import signal
@@ -41,6 +41,7 @@ from host.backends.swarm_backend import SwarmBackend
 from host.config import Settings
 from host.sandboxes.manager import SandboxManager
 from host.sandboxes.models import Caller
+from rpc.agent import agent_env
 from tests.swarm.cluster import SwarmCluster
 
 CALLER = Caller(owner="bench")
@@ -53,12 +54,11 @@ def say(msg: str) -> None:
 def bare_start(backend: SandboxBackend, image: str, namespace: str) -> tuple[float, float, str, str | None]:
     """(ms to backend.start returned, ms to /healthz 200, sandbox id, container id)."""
     sid = "sbx_" + secrets.token_hex(6)
-    token_hash = hashlib.sha256(secrets.token_bytes(16)).hexdigest()
     spec = StartSpec(
         sid,
         image,
         {"io.boxwright.sandbox": sid, "io.boxwright.namespace": namespace},
-        {"BOXWRIGHT_TOKEN_SHA256": token_hash},
+        agent_env(secrets.token_urlsafe(16), secrets.token_urlsafe(16)),
     )
     t0 = time.monotonic()
     info = backend.start(spec)
@@ -68,14 +68,15 @@ def bare_start(backend: SandboxBackend, image: str, namespace: str) -> tuple[flo
         time.sleep(0.005)
         url = (backend.inspect(info.container_id) or info).agent_url
     with httpx.Client(trust_env=False) as http:
-        while True:
-            try:
-                if http.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
+        while not _answers(http, f"{url}/healthz"):
             time.sleep(0.005)
     return (started - t0) * 1000, (time.monotonic() - t0) * 1000, sid, info.container_id
+
+
+def _answers(http: httpx.Client, url: str) -> bool:
+    with contextlib.suppress(httpx.HTTPError):
+        return http.get(url, timeout=1).status_code == 200
+    return False
 
 
 def summary(name: str, samples: list[float]) -> str:
@@ -91,16 +92,20 @@ async def run(n: int, spread: int) -> None:
     image = os.environ.get("BOXWRIGHT_IMAGE", "boxwright-sandbox:latest")
     ns = f"bench-swarm-{secrets.token_hex(3)}"
     state = Path(tempfile.mkdtemp(prefix="bw-swarm-bench-"))
+    # No workspace size limit on either side: swarm has none (docs/fleet.md), so like is compared with like.
     settings = Settings(
         namespace=ns,
         image=image,
         state_dir=state,
         max_sandboxes=max(20, spread),
         max_sandboxes_per_owner=max(5, spread),
+        workspace_quota="off",
     )
     with SwarmCluster(image, progress=say) as cluster:
         say(f"fixture: {cluster.timings}")
-        swarm = SwarmBackend(settings, manager=cluster.manager.docker, engines=[x.docker for x in cluster.nodes])
+        swarm = SwarmBackend(
+            settings.replace(backend="swarm"), manager=cluster.manager.docker, engines=[x.docker for x in cluster.nodes]
+        )
         docker_be = DockerBackend(settings, client=docker_client())
         backends: dict[str, SandboxBackend] = {"docker": docker_be, "swarm": swarm}
         managers = {

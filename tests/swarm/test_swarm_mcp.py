@@ -1,7 +1,7 @@
 """Issue 13's acceptance on the two-node swarm, end to end: `boxwright serve --backend swarm` over HTTP,
 driven by the real MCP SDK client, sandboxes spread over both nodes, each running code, writing and
-reading files and browsing a page it serves; a `public` one blocked from a decoy on the other node; a
-SIGKILLed server's sandboxes adopted by the next; and nothing left on any node afterwards.
+reading files and browsing a page it serves (one also scraping it); a `public` one blocked from a decoy
+on the other node; a SIGKILLed server's sandboxes adopted by the next; nothing left on any node afterwards.
 """
 
 from __future__ import annotations
@@ -140,6 +140,9 @@ async def test_a_fleet_through_mcp_spread_isolated_adopted_and_clean(
             async with anyio.create_task_group() as tg:
                 for sid in ids:
                     tg.start_soon(exercise, s, sid, browsers)
+            # scrape, in a given sandbox, of the page that sandbox serves.
+            scraped = await s.ok("scrape", {"url": "http://127.0.0.1:8000/", "sandboxId": ids[1]})
+            assert scraped["status"] == 200 and f"served by {ids[1]}" in scraped["markdown"], scraped
 
         # A `public` sandbox (the default) cannot reach a decoy on the other node, which an unguarded
         # container next to it does reach.
