@@ -79,7 +79,9 @@ def cmd_image_push_nodes(args: argparse.Namespace, settings: Settings) -> int:
     backend = SwarmBackend(settings.replace(backend="swarm"))
     backend.ping()
     loaded = push_image(docker_client(), backend.node_engines(), settings.image, progress=_progress)
-    print(f"{settings.image} loaded on: {', '.join(loaded)}" if loaded else f"{settings.image} was on every node")
+    print(
+        f"{settings.image} loaded on: {', '.join(sorted(loaded))}" if loaded else f"{settings.image} was on every node"
+    )
     return 0
 
 

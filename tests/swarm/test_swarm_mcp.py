@@ -22,6 +22,9 @@ from tests.swarm.conftest import leftovers, node_of, swarm_env
 
 # The issue asks for 10; they fit this 2-core machine (creates ~20 s under load, docs/fleet.md).
 SANDBOXES = 10
+# Starts at once: under a load average near 20 (other engineers' work on the same two cores), ten at once
+# pushed a code runner's handshake past its 30 s (host.backends.runner) once in two runs.
+CREATES_AT_ONCE = 5
 BROWSERS_AT_ONCE = 3  # a Chromium start is CPU-bound: more at once only queue on two cores
 
 HARDENING = (
@@ -34,6 +37,13 @@ HARDENING = (
     "print(sorted(k for k in os.environ if 'SHA256' in k))\n"
     "open('/tmp/x.sh', 'w').write('#!/bin/sh\\necho exec-ok\\n'); os.chmod('/tmp/x.sh', 0o755)\n"
     "print(os.popen('/tmp/x.sh').read().strip())\n"
+)
+
+WAIT_LISTENING = (
+    "import socket, time\n"
+    "for _ in range(400):\n"
+    "    try:\n        socket.create_connection(('127.0.0.1', 8000), 0.2).close(); print('listening'); break\n"
+    "    except OSError:\n        time.sleep(0.05)\n"
 )
 
 DECOY = (
@@ -67,7 +77,7 @@ def wait_listening(host: str, port: int) -> None:
 
 async def exercise(s: Session, sid: str, browsers: anyio.CapacityLimiter) -> None:
     """Code, files and a browser in one sandbox: a page it writes, serves and loads."""
-    page = f"<title>{sid}</title><p>served by {sid}</p>"
+    page = f"<!doctype html><html><head><title>{sid}</title></head><body><p>served by {sid}</p></body></html>"
     await s.ok("file_write", {"sandboxId": sid, "path": "site/index.html", "content": page})
     read = await s.ok("file_read", {"sandboxId": sid, "path": "site/index.html"})
     assert read["content"] == page
@@ -84,15 +94,16 @@ async def exercise(s: Session, sid: str, browsers: anyio.CapacityLimiter) -> Non
             "background": True,
         },
     )
+    listening = await s.ok("code_run", {"sandboxId": sid, "language": "python", "code": WAIT_LISTENING})
+    assert listening["stdout"] == "listening\n", listening
     async with browsers:
-        deadline = time.monotonic() + 20
-        while True:  # the server may need a moment to listen
-            answer = await s.call("browser_goto", {"sandboxId": sid, "url": "http://127.0.0.1:8000/"})
-            if not answer.is_error or time.monotonic() > deadline:
-                break
-            await anyio.sleep(0.3)
-    assert not answer.is_error, answer.text
-    assert answer.data["status"] == 200 and answer.data["title"] == sid
+        answer = await s.call("browser_goto", {"sandboxId": sid, "url": "http://127.0.0.1:8000/"})
+        assert not answer.is_error, answer.text
+        # The page's text as the browser rendered it (goto's title is read with a 1 s cap, and is empty
+        # when the machine is this loaded: sandbox_image.browser.tab.TITLE_TIMEOUT_S).
+        content = await s.ok("browser_page_content", {"sandboxId": sid})
+    assert answer.data["status"] == 200 and answer.data["url"] == "http://127.0.0.1:8000/"
+    assert any(f"served by {sid}" in section["text"] for section in content["sections"]), content
 
 
 async def test_a_fleet_through_mcp_spread_isolated_adopted_and_clean(
@@ -114,9 +125,11 @@ async def test_a_fleet_through_mcp_spread_isolated_adopted_and_clean(
     try:
         async with http_session(first.url) as s:
             ids: list[str] = []
+            starts = anyio.CapacityLimiter(CREATES_AT_ONCE)
 
             async def create() -> None:
-                made = await s.ok("sandbox_create", {})
+                async with starts:
+                    made = await s.ok("sandbox_create", {})
                 ids.append(made["sandboxId"])
 
             async with anyio.create_task_group() as tg:
