@@ -57,7 +57,6 @@ SANDBOX_NODE_LABEL = "boxwright.sandboxes"  # node label: "true" on nodes that m
 AGENT_ADDRESS_LABEL = "boxwright.agent-address"  # node label: reach published ports here, not at Status.Addr
 SECRETS_FILE = "boxwright-agent.env"  # /run/secrets/<this>, mode 0400, owner agent
 SECRETS_PATH = f"/run/secrets/{SECRETS_FILE}"
-CLAIM_LABEL = labels.PREFIX + "claimed-by"  # service label: which server took a pooled sandbox
 STOP_GRACE_NS = 2_000_000_000
 POLL_S = 0.05
 NO_NODE_GRACE_S = 5.0  # "no suitable node" for this long: no labelled node, not a passing state
@@ -479,6 +478,14 @@ class SwarmBackend(SandboxBackend):
             with contextlib.suppress(docker.errors.NotFound):
                 _retry(secret.remove, f"removing secret {secret.name}")
 
+    def freeze(self, container_id: str) -> None:
+        node, task = self._on_node(container_id)
+        node.freeze(task.container_id)
+
+    def thaw(self, container_id: str) -> None:
+        node, task = self._on_node(container_id)
+        node.thaw(task.container_id)
+
     def try_claim(self, container_id: str, claimant: str) -> bool:
         """Claim an unclaimed sandbox (a warm-pool one) for `claimant`; True only for the one caller
         whose label update landed. The update carries the version read just before, so the swarm's
@@ -487,9 +494,9 @@ class SwarmBackend(SandboxBackend):
         service = self.manager.api.inspect_service(container_id)
         spec = service["Spec"]
         current = dict(spec.get("Labels") or {})
-        if current.get(CLAIM_LABEL):
+        if current.get(labels.CLAIMED_BY):
             return False
-        current[CLAIM_LABEL] = claimant
+        current[labels.CLAIMED_BY] = claimant
         try:
             self.manager.api.update_service(
                 service["ID"],
