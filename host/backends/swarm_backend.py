@@ -135,6 +135,7 @@ class SwarmBackend(SandboxBackend):
         )
         self._nodes: dict[str, DockerBackend] = {}  # node id -> a DockerBackend on that node's engine
         self._lock = threading.Lock()
+        self._network_lock = threading.Lock()
 
     # -- nodes -------------------------------------------------------------------------------
     def _map_engines(self) -> dict[str, DockerBackend]:
@@ -229,7 +230,13 @@ class SwarmBackend(SandboxBackend):
 
     def _ensure_network(self) -> str:
         """A swarm-scoped bridge with inter-container traffic off, instantiated on each node from a
-        config-only network of that node (the bridge driver has no swarm-wide options)."""
+        config-only network of that node (the bridge driver has no swarm-wide options). Under a lock:
+        concurrent starts could both create a node's config-only network (the engine's duplicate check
+        is racy), and two of one name make every later start fail as ambiguous."""
+        with self._network_lock:
+            return self._ensure_network_locked()
+
+    def _ensure_network_locked(self) -> str:
         for _, node in self.nodes():
             if not _has_network(node.client, self.network_config_name):
                 with contextlib.suppress(docker.errors.APIError):  # a concurrent server made it
@@ -239,6 +246,7 @@ class SwarmBackend(SandboxBackend):
                         Options={"com.docker.network.bridge.enable_icc": "false"},
                         Labels={labels.NAMESPACE: self.settings.namespace},
                         ConfigOnly=True,
+                        CheckDuplicate=True,
                     )
         if not _has_network(self.manager, self.network_name):
             try:
@@ -248,6 +256,7 @@ class SwarmBackend(SandboxBackend):
                     Driver="bridge",
                     Scope="swarm",
                     ConfigFrom={"Network": self.network_config_name},  # takes no labels or options of its own
+                    CheckDuplicate=True,
                 )
             except docker.errors.APIError as exc:
                 if not _has_network(self.manager, self.network_name):
