@@ -39,6 +39,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from host.services import Services
 
     settings = settings.replace(
+        backend=args.backend,
         keep_on_exit=True if args.keep_sandboxes else None,
         toolsets=args.toolsets,
         allowed_hosts=args.allowed_host,
@@ -70,10 +71,24 @@ def cmd_image_build(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _docker_backend(settings: Settings) -> SandboxBackend:
-    from host.backends.docker_backend import DockerBackend
+def cmd_image_push_nodes(args: argparse.Namespace, settings: Settings) -> int:
+    from host.backends.docker_backend import docker_client
+    from host.backends.swarm_backend import SwarmBackend
+    from host.backends.swarm_images import push_image
 
-    return DockerBackend(settings)
+    backend = SwarmBackend(settings.replace(backend="swarm"))
+    backend.ping()
+    loaded = push_image(docker_client(), backend.node_engines(), settings.image, progress=_progress)
+    print(
+        f"{settings.image} loaded on: {', '.join(sorted(loaded))}" if loaded else f"{settings.image} was on every node"
+    )
+    return 0
+
+
+def _backend(settings: Settings) -> SandboxBackend:
+    from host.backends import make_backend
+
+    return make_backend(settings)
 
 
 def _ts(moment: datetime | None) -> str:
@@ -85,7 +100,7 @@ def cmd_ls(args: argparse.Namespace, settings: Settings) -> int:
     from host.sandboxes.locks import OwnershipLocks
     from host.sandboxes.overlay import OverlayStore
 
-    backend = args.make_backend(settings)
+    backend = args.make_backend(settings.replace(backend=args.backend))
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
     overlays = OverlayStore(settings.state_dir, settings.namespace)
     mine = identity.find(settings.state_dir)
@@ -130,7 +145,7 @@ def cmd_rm(args: argparse.Namespace, settings: Settings) -> int:
     from host import identity
     from host.sandboxes.locks import OwnershipLocks
 
-    backend = args.make_backend(settings)
+    backend = args.make_backend(settings.replace(backend=args.backend))
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
     mine = identity.find(settings.state_dir)
     known = {i.sandbox_id: i for i in backend.list_sandboxes(settings.namespace)}
@@ -163,6 +178,7 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from host.image.builder import image_status
 
     ok = True
+    settings = settings.replace(backend=args.backend)
 
     def report(good: bool, what: str, fix: str = "") -> None:
         nonlocal ok
@@ -174,8 +190,15 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         version = client.version().get("Version", "?")
         report(True, f"Docker engine reachable (server {version})")
     except BoxwrightError as exc:
-        report(False, f"Docker engine: {exc.message}", exc.hint)
-        return 1
+        if settings.backend != "swarm":
+            report(False, f"Docker engine: {exc.message}", exc.hint)
+            return 1
+        client = None  # a fleet's server need not have an engine of its own
+    if settings.backend == "swarm":
+        from host.backends.swarm_checks import check_swarm
+
+        check_swarm(settings, report, client)
+        return 0 if ok else 1
     status = image_status(client, settings)
     state = "up to date" if status.current else ("out of date" if status.exists else "not built")
     report(status.current, f"sandbox image {status.tag}: {state}", "boxwright image build")
@@ -294,7 +317,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("serve", help="run the MCP server (stdio by default; --http for streamable HTTP)")
+    on = argparse.ArgumentParser(add_help=False)
+    on.add_argument(
+        "--backend",
+        choices=["docker", "swarm"],
+        default=None,
+        help=f"where sandboxes run ({Settings.env_name('backend')})",
+    )
+    s = sub.add_parser("serve", parents=[on], help="run the MCP server (stdio by default; --http for streamable HTTP)")
     s.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8765)
@@ -320,15 +350,20 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--base", default=None, help="base image (default: debian:bookworm-slim, made locally if needed)")
     b.add_argument("--if-needed", action="store_true", help="only when missing or out of date")
     b.set_defaults(func=cmd_image_build)
+    img.add_parser(
+        "push-nodes", help="load the image from this host's engine onto every swarm sandbox node lacking it"
+    ).set_defaults(func=cmd_image_push_nodes)
 
-    sub.add_parser("ls", help="list the sandboxes of this namespace").set_defaults(func=cmd_ls)
-    r = sub.add_parser("rm", help="remove sandboxes (container and workspace)")
+    sub.add_parser("ls", parents=[on], help="list the sandboxes of this namespace").set_defaults(func=cmd_ls)
+    r = sub.add_parser("rm", parents=[on], help="remove sandboxes (container and workspace)")
     r.add_argument("sandbox_ids", nargs="*")
     r.add_argument("--all", action="store_true")
     r.add_argument("--force", action="store_true", help="also those a running server (this or another) manages")
     r.set_defaults(func=cmd_rm)
 
-    sub.add_parser("doctor", help="check that everything needed is in place").set_defaults(func=cmd_doctor)
+    sub.add_parser("doctor", parents=[on], help="check that everything needed is in place").set_defaults(
+        func=cmd_doctor
+    )
 
     t = sub.add_parser("token", help="bearer tokens for the HTTP transport").add_subparsers(
         dest="token_command", required=True
@@ -372,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, *, make_backend: MakeBackend | None = None) -> int:
     args = build_parser().parse_args(argv)
-    args.make_backend = make_backend or _docker_backend
+    args.make_backend = make_backend or _backend
     try:
         settings = Settings.load(log_level=args.log_level)
     except SettingsError as exc:
@@ -384,6 +419,9 @@ def main(argv: list[str] | None = None, *, make_backend: MakeBackend | None = No
     except BoxwrightError as exc:
         print(f"error: {exc.message} [{exc.code.value}]\nhint: {exc.hint}", file=sys.stderr)
         return 1
+    except SettingsError as exc:  # a flag that makes the settings inconsistent (--backend swarm with a quota)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except IdentityError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -42,6 +42,19 @@ def _state_home() -> Path:
 
 
 class Settings(EnvSettings):
+    # Where sandboxes run.
+    backend: Literal["docker", "swarm"] = Field(
+        "docker",
+        description="Where sandboxes run: `docker` (the one engine) or `swarm` (a Docker Swarm, docs/fleet.md)",
+    )
+    swarm_manager: str | None = Field(
+        None, description="Engine API of a swarm manager, e.g. `tcp://10.0.0.1:2376` (default: `DOCKER_HOST`)"
+    )
+    swarm_engines: Annotated[list[str] | None, NoDecode] = Field(
+        None,
+        description="Engine APIs of the swarm's sandbox nodes, comma-separated (code runner, network guard and "
+        "removal happen on the node running the sandbox)",
+    )
     # Sandboxes.
     image: str = Field(DEFAULT_IMAGE, description="Sandbox image tag (built by Boxwright, or yours used as is)")
     namespace: str = Field(
@@ -208,7 +221,9 @@ class Settings(EnvSettings):
 
     keep_empty: ClassVar[frozenset[str]] = frozenset({"debian_security_mirror", "build_ca_bundle"})
 
-    @field_validator("toolsets", "allowed_hosts", "allowed_origins", "internal_allow_hosts", mode="before")
+    @field_validator(
+        "toolsets", "allowed_hosts", "allowed_origins", "internal_allow_hosts", "swarm_engines", mode="before"
+    )
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -256,6 +271,17 @@ class Settings(EnvSettings):
         tmp = size_bytes(self.tmp_size) if self.tmp_size else eighth
         shm = size_bytes(self.shm_size) if self.shm_size else eighth
         return tmp, shm
+
+    @model_validator(mode="after")
+    def _swarm_has_no_workspace_limit(self) -> Settings:
+        """A swarm task lands on a node chosen after its volumes are described: no loop device can be made
+        for it beforehand (docs/fleet.md), so only `auto` (meaning off there) and `off` are accepted."""
+        if self.backend == "swarm" and self.workspace_quota in ("loop", "helper"):
+            raise ValueError(
+                f"{self.env_name('workspace_quota')}={self.workspace_quota} is not available with "
+                f"{self.env_name('backend')}=swarm (workspaces on swarm have no size limit): use off or auto"
+            )
+        return self
 
     @model_validator(mode="after")
     def _workspace_within_maximum(self) -> Settings:

@@ -34,6 +34,9 @@ NETWORK = PREFIX + "network"  # the sandbox's network mode: public | none | allo
 ALLOW_HOSTS = PREFIX + "allow-hosts"  # with mode allowlist: the entries, comma-separated
 WORKSPACE_MB = PREFIX + "workspace-mb"  # the workspace's size limit (absent: none)
 ROLE = PREFIX + "role"  # on helper containers that are not sandboxes (the network guard)
+# On a pooled sandbox: the process that took it (SandboxBackend.try_claim; not sealed, written after the
+# start — on swarm by a versioned label update, so of several servers exactly one gets it).
+CLAIMED_BY = PREFIX + "claimed-by"
 JOB = PREFIX + "job"  # on a throw-away sandbox made for one job (a template run): the job's id
 # "1" on a sandbox started for the warm pool: its owner, name, TTL and token are set when it is claimed
 # and kept in the state dir (host.sandboxes.overlay), since labels cannot change.

@@ -13,6 +13,7 @@ import anyio
 import anyio.to_thread
 import docker
 
+from host.backends import make_backend
 from host.backends.base import SandboxBackend
 from host.backends.docker_backend import DockerBackend
 from host.config import Settings
@@ -55,14 +56,17 @@ class ImageProvider:
 
 
 class Services:
-    """`backend` defaults to Docker, whose image is built on first use; a backend passed in (tests:
-    host.testing.fake_backend.FakeBackend) is used as it is, images included."""
+    """`backend` defaults to the one `settings.backend` names. Docker's image is built on first use; on
+    swarm it must be on the nodes already (`boxwright image push-nodes`), like with a backend passed in
+    (tests: host.testing.fake_backend.FakeBackend), which is used as it is, images included."""
 
     def __init__(
         self, settings: Settings, *, backend: SandboxBackend | None = None, prebuild_image: bool = True
     ) -> None:
         self.settings = settings
         self.image: ImageProvider | None = None
+        if backend is None and settings.backend != "docker":
+            backend = make_backend(settings)
         if backend is None:
             docker_backend = DockerBackend(settings)
             self.image = ImageProvider(

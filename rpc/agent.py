@@ -8,6 +8,9 @@ from rpc.auth import token_sha256
 from rpc.settings import EnvSettings
 
 AGENT_PORT = 8080
+# The variables of agent_env that only the agent may read: where a backend cannot keep a container's
+# environment private (a swarm service's spec shows it), they go into SandboxSettings.secrets_file instead.
+HASH_VARS = frozenset({EnvSettings.env_name("token_sha256"), EnvSettings.env_name("runner_secret_sha256")})
 
 
 def agent_env(

@@ -28,6 +28,11 @@ class SandboxSettings(EnvSettings):
     pooled: bool = Field(
         False, description="Started for the server's warm pool: accepts one sandbox.claim, which replaces its token"
     )
+    secrets_file: str | None = Field(
+        None,
+        description="A file of `BOXWRIGHT_…=value` lines only the agent reads, on top of its environment (how "
+        "the swarm backend hands over the hashes: a swarm secret, mode 0400, the agent's alone)",
+    )
     host: str = Field("0.0.0.0", description="Address the agent listens on inside the container")
     port: int = Field(AGENT_PORT, gt=0, lt=65536, description="Port the agent listens on")
     workspace: str = Field("/workspace", description="The workspace every file path is confined to")
@@ -90,9 +95,22 @@ def load_or_exit(who: str, *, agent: bool = False) -> SandboxSettings:
     """The settings of a process of the sandbox, or exit 2 naming the variable at fault."""
     try:
         settings = SandboxSettings.load()
+        if agent and settings.secrets_file:
+            settings = with_secrets_file(settings.secrets_file)
         if agent:
             settings.agent_token_sha256()
     except SettingsError as exc:
         print(f"boxwright {who}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     return settings
+
+
+def with_secrets_file(path: str) -> SandboxSettings:
+    """The settings with `path`'s lines read too (the environment wins); SettingsError if it is unreadable —
+    pydantic-settings would skip a missing file silently, and the agent would then start without its token."""
+    try:
+        with open(path, encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise SettingsError(f"{SandboxSettings.env_name('secrets_file')}: cannot read {path}: {exc.strerror}") from None
+    return SandboxSettings.load(_env_file=path)

@@ -17,6 +17,10 @@ a template run's throw-away sandbox, through host.sandboxes.jobs) hands one out 
 - A restarted server adopts the pooled sandboxes an earlier one left (by their labels; reconcile hands
   them here), up to the pool's size; a graceful stop drains the pool (or hands it over with
   BOXWRIGHT_KEEP_ON_EXIT).
+- A claim first takes the sandbox through the backend (`try_claim`): on swarm, servers on several hosts
+  with one identity may all have adopted the same pooled sandbox (their ownership locks are per host),
+  and only the one whose versioned label update lands may claim its agent — a loser that went on to
+  the agent would find the pool's token refused and remove the winner's sandbox.
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ class WarmPool:
         self.settings = manager.settings
         self.size = manager.settings.pool_size
         self._ready: list[SandboxRecord] = []
+        # Who takes a pooled sandbox (SandboxBackend.try_claim): this process, among all that share the
+        # server's identity — on swarm, servers on several hosts may hold the same pooled sandboxes.
+        self.claimant = f"{manager.identity.server_id}/{secrets.token_hex(6)}"
         self._starting: set[str] = set()
         self._wake = anyio.Event()
         self._closing = False
@@ -89,6 +96,13 @@ class WarmPool:
         while self._ready:
             pooled = self._ready.pop(0)
             self.poke()
+            assert pooled.container_id is not None
+            if not await anyio.to_thread.run_sync(self.manager.backend.try_claim, pooled.container_id, self.claimant):
+                # Another process of this identity (a server on another host of the swarm) took it first:
+                # it is theirs now, so it is neither handed out nor removed here.
+                log.info("pooled sandbox %s was taken by another server", pooled.id)
+                self.manager.registry.unclaim(pooled.id)
+                continue
             try:
                 return await self._hand_over(pooled, caller, name=name, ttl_s=ttl_s, job=job)
             except BoxwrightError as exc:

@@ -81,6 +81,8 @@ class Reconciler:
             if self.pool is not None and self.pool.holds(info.sandbox_id):
                 continue
             if labels.made_by(info.labels, self.identity):
+                if self.claimed_elsewhere(info) and info.status not in STOPPED:
+                    continue
                 if self.registry.claim(info.sandbox_id):  # else: another live process of this server has it
                     await self._adopt_or_remove(info)
             elif self.dead_for_good(info.labels, running=info.status not in STOPPED) and self.registry.claim(
@@ -136,6 +138,14 @@ class Reconciler:
             rec.owner = POOL_OWNER
         rec.attach(info)
         return rec
+
+    def claimed_elsewhere(self, info: ContainerInfo) -> bool:
+        """A pooled sandbox another process took (SandboxBackend.try_claim) whose claim this state dir does
+        not know: a server of this identity on another host has it (its overlay is there). Once stopped (its
+        agent ends it at its expiry) it is removed like any dead sandbox of ours."""
+        return bool(info.labels.get(labels.CLAIMED_BY)) and (
+            self.overlays is None or self.overlays.load(info.sandbox_id) is None
+        )
 
     def unclaimed(self, rec: SandboxRecord) -> bool:
         """A pooled sandbox nobody has claimed yet."""

@@ -184,6 +184,9 @@ class FakeBackend(SandboxBackend):
         container = self._containers.get(container_id)
         return container.info() if container is not None else None
 
+    def try_claim(self, container_id: str, claimant: str) -> bool:
+        return True
+
     def freeze(self, container_id: str) -> None:
         container = self._live(container_id)
         self.pause(container.sandbox_id)

@@ -119,6 +119,27 @@ async def test_a_dead_pooled_sandbox_is_replaced_never_handed_out(
     assert not cold.pooled and cold.status is SandboxStatus.RUNNING
 
 
+async def test_a_pooled_sandbox_another_server_took_is_neither_handed_out_nor_removed(
+    pooled_manager: SandboxManager, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On swarm, servers on several hosts may hold the same pooled sandbox: the backend's claim decides."""
+    taken, free = pooled_manager.pool.ready()
+    asked: list[tuple[str, str]] = []
+
+    def try_claim(container_id: str, claimant: str) -> bool:
+        asked.append((container_id, claimant))
+        return container_id != taken.container_id  # another server's update landed first
+
+    monkeypatch.setattr(fake, "try_claim", try_claim)
+    rec = await pooled_manager.create(ALICE)
+    assert rec.id == free.id and rec.pooled
+    assert [c for c, _ in asked] == [taken.container_id, free.container_id]
+    assert asked[0][1].startswith(pooled_manager.identity.server_id + "/")
+    # Theirs now: still running, and not in this server's registry or pool.
+    assert taken.id in {c.sandbox_id for c in fake.list_sandboxes("unit")}
+    assert pooled_manager.registry.record(taken.id) is None and not pooled_manager.pool.holds(taken.id)
+
+
 async def test_a_pooled_sandbox_that_served_a_call_is_never_handed_out(pooled_manager: SandboxManager) -> None:
     used, fresh = pooled_manager.pool.ready()
     assert used.endpoint is not None

@@ -28,7 +28,7 @@ from rpc.settings import SettingsError
 from sandbox_image.code import client as code_client
 from sandbox_image.code.channel import hello
 from sandbox_image.code.client import share_socket
-from sandbox_image.config import SandboxSettings
+from sandbox_image.config import SandboxSettings, load_or_exit, with_secrets_file
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.server import build_app
 from tests.unit.conftest import RUNNER_SECRET, connect_runner, stop_runner
@@ -413,3 +413,26 @@ def test_agent_refuses_to_start_without_the_token_hash(monkeypatch: pytest.Monke
         [sys.executable, "-m", "sandbox_image"], env=env, capture_output=True, text=True, timeout=30, check=False
     )
     assert proc.returncode == 2 and "BOXWRIGHT_TOKEN_SHA256" in proc.stderr
+
+
+def test_the_agent_takes_its_hashes_from_a_secrets_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The swarm backend's way: the hashes in a file the agent alone reads, none in the environment."""
+    for name in [k for k in os.environ if k.startswith("BOXWRIGHT_")]:
+        monkeypatch.delenv(name)
+    secrets_file = tmp_path / "agent.env"
+    secrets_file.write_text(f"BOXWRIGHT_TOKEN_SHA256={'b' * 64}\nBOXWRIGHT_RUNNER_SECRET_SHA256={'c' * 64}\n")
+    monkeypatch.setenv("BOXWRIGHT_SECRETS_FILE", str(secrets_file))
+    monkeypatch.setenv("BOXWRIGHT_PORT", "9001")
+    config = load_or_exit("agent", agent=True)
+    assert config.agent_token_sha256() == "b" * 64 and config.runner_secret_sha256 == "c" * 64 and config.port == 9001
+    # Only the agent reads it: the code runner (same environment) does not, and needs no hashes.
+    assert SandboxSettings.load().token_sha256 is None
+    secrets_file.write_text("BOXWRIGHT_TOKEN_SHA256=short\n")
+    with pytest.raises(SystemExit):
+        load_or_exit("agent", agent=True)
+    # A file that cannot be read is an error naming the variable, not a silent start without a token.
+    monkeypatch.setenv("BOXWRIGHT_SECRETS_FILE", str(tmp_path / "missing.env"))
+    with pytest.raises(SettingsError, match="BOXWRIGHT_SECRETS_FILE: cannot read"):
+        with_secrets_file(str(tmp_path / "missing.env"))
+    with pytest.raises(SystemExit):
+        load_or_exit("agent", agent=True)

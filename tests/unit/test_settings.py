@@ -39,6 +39,21 @@ def test_every_variable_is_named_after_its_field(monkeypatch: pytest.MonkeyPatch
     assert "image" in s.model_fields_set and "namespace" not in s.model_fields_set
 
 
+def test_the_swarm_backend_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOXWRIGHT_BACKEND", "swarm")
+    monkeypatch.setenv("BOXWRIGHT_SWARM_MANAGER", "tcp://10.0.0.1:2376")
+    monkeypatch.setenv("BOXWRIGHT_SWARM_ENGINES", "tcp://10.0.0.2:2376, tcp://10.0.0.3:2376,")
+    s = Settings.load()
+    assert (s.backend, s.swarm_manager) == ("swarm", "tcp://10.0.0.1:2376")
+    assert s.swarm_engines == ["tcp://10.0.0.2:2376", "tcp://10.0.0.3:2376"]
+    assert s.workspace_quota == "auto"  # means no limit there
+    # A workspace limit swarm cannot give is refused at start, naming both variables.
+    monkeypatch.setenv("BOXWRIGHT_WORKSPACE_QUOTA", "loop")
+    with pytest.raises(SettingsError, match="BOXWRIGHT_WORKSPACE_QUOTA=loop is not available with BOXWRIGHT_BACKEND"):
+        Settings.load()
+    assert Settings.load(backend="docker").workspace_quota == "loop"  # a flag (--backend docker) wins
+
+
 def test_flags_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BOXWRIGHT_KEEP_ON_EXIT", "false")
     assert Settings.load(keep_on_exit=True, toolsets=None).keep_on_exit is True
@@ -53,6 +68,7 @@ def test_flags_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None
         ("BOXWRIGHT_KEEP_ON_EXIT", "maybe"),
         ("BOXWRIGHT_NAMESPACE", "Has Spaces"),
         ("BOXWRIGHT_LOG_LEVEL", "chatty"),
+        ("BOXWRIGHT_BACKEND", "kubernetes"),
     ],
 )
 def test_a_bad_value_is_refused_with_its_variable(monkeypatch: pytest.MonkeyPatch, var: str, value: str) -> None:
