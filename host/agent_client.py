@@ -50,11 +50,13 @@ class AgentClient:
         # One session keeps keep-alive connections per host:port (so one per sandbox). It is made on
         # first use, inside the event loop it belongs to (the manager is built before the loop runs).
         self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the session's (aiohttp deprecated session.loop)
         self._ids = itertools.count(1)
 
     def _http(self) -> aiohttp.ClientSession:
-        session = self._session
-        if session is None or session.closed or session.loop is not asyncio.get_running_loop():
+        session, loop = self._session, asyncio.get_running_loop()
+        if session is None or session.closed or self._loop is not loop:
+            self._loop = loop
             session = self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None),
                 trust_env=False,
