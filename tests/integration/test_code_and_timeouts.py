@@ -97,7 +97,9 @@ async def test_background_process_output_and_kill(http_server: HttpServer, token
             assert pid and started["exitCode"] is None
             out = await s.ok("process_output", {"processId": pid, "waitMs": 3000})
             got, offset = out["output"], out["nextOffset"]
-            while got.count("tick") < 3:
+            for _ in range(15):  # unbuffered: print() may arrive in pieces ("tick", " 2", "\n")
+                if "tick 2\n" in got:
+                    break
                 more = await s.ok("process_output", {"processId": pid, "offset": offset, "waitMs": 2000})
                 got, offset = got + more["output"], more["nextOffset"]
             assert "tick 0" in got and "tick 2" in got and out["running"] is True
