@@ -246,8 +246,11 @@ async def test_code_run_timeout_is_bounded_by_the_deadline(
     body = await call(
         agent_with_runner, auth_headers, "code.run", language="bash", code="sleep 30", timeoutMs=30_000, deadlineMs=1500
     )
-    assert time.monotonic() - started < 1.5
+    # The run's own timeout fired inside the 1.5 s deadline (measured by the runner, so CPU load on a
+    # shared machine cannot blur it); the wall-clock bound is only a backstop against the 30 s sleep.
     assert body["result"]["timedOut"] is True
+    assert body["result"]["durationMs"] < 1500
+    assert time.monotonic() - started < 10
 
 
 async def test_background_processes_through_the_agent(agent_with_runner: Client, auth_headers: dict[str, str]) -> None:
