@@ -313,3 +313,20 @@ async def test_workspace_size_defaults_and_is_bounded(host_settings: Settings, f
         assert (await unlimited.create(ALICE, workspace_mb=64)).workspace_mb is None
     finally:
         await unlimited.close()
+
+
+async def test_swarm_refuses_a_workspace_size_it_cannot_enforce(host_settings: Settings, fake: FakeBackend) -> None:
+    """On swarm no workspace limit is made (docs/fleet.md): a size asked for is refused before anything
+    starts, and the sandboxes made there say they have no limit rather than echo the default."""
+    m = SandboxManager(host_settings.replace(backend="swarm"), fake)
+    try:
+        with pytest.raises(BoxwrightError) as info:
+            await m.create(ALICE, workspace_mb=64)
+        assert error_of(info) is ErrorCode.INVALID_PARAMETER and "workspaceMb" in info.value.hint
+        assert info.value.details["errors"][0]["field"] == "workspaceMb" and info.value.details["backend"] == "swarm"
+        assert fake.list_sandboxes("unit") == [] and len(m.registry) == 0
+        rec = await m.create(ALICE)
+        assert rec.workspace_mb is None and rec.view().workspaceMb is None
+        assert labels.decode(fake.container(rec.id).labels).workspace_mb is None
+    finally:
+        await m.close()
