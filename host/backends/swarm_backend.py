@@ -464,7 +464,8 @@ class SwarmBackend(SandboxBackend):
             service = self.manager.api.inspect_service(container_id)
         except docker.errors.NotFound:
             return None
-        return self._info(service, self.task(service["ID"]))
+        task = self.task(service["ID"])
+        return self._info(service, task, paused=task is not None and self._is_paused(task))
 
     def remove(self, sandbox_id: str, container_id: str | None) -> None:
         """Service, task container, volumes and secret; a no-op for what is already gone.
@@ -530,7 +531,32 @@ class SwarmBackend(SandboxBackend):
         newest: dict[str, Task] = {}
         for raw in sorted(self.manager.api.tasks(), key=lambda t: t.get("CreatedAt", "")):
             newest[raw["ServiceID"]] = _task(raw)
-        return [self._info(s, newest.get(s["ID"])) for s in services]
+        paused = self._paused_containers(namespace)
+        return [
+            self._info(s, task := newest.get(s["ID"]), paused=task is not None and task.container_id in paused)
+            for s in services
+        ]
+
+    def _paused_containers(self, namespace: str) -> set[str]:
+        """Ids of the namespace's paused task containers on every node. Swarm's task state stays `running`
+        while the container is frozen, so the pause is read where it is kept: the node engine's freezer."""
+        found: set[str] = set()
+        for _, node in self.nodes():
+            with contextlib.suppress(docker.errors.DockerException):
+                for c in node.client.api.containers(
+                    filters={"label": f"{labels.NAMESPACE}={namespace}", "status": "paused"}, quiet=True
+                ):
+                    found.add(c["Id"])
+        return found
+
+    def _is_paused(self, task: Task) -> bool:
+        if task.state != "running" or not task.container_id:
+            return False
+        try:
+            state = self.node(task.node_id).client.api.inspect_container(task.container_id)["State"]
+        except (docker.errors.DockerException, BoxwrightError):
+            return False
+        return bool(state.get("Paused"))
 
     def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, dict[str, str]]]:
         """One entry per sandbox without a service that left volumes (on any node) or a secret behind:
@@ -557,12 +583,12 @@ class SwarmBackend(SandboxBackend):
         return node.logs_tail(task.container_id, lines)
 
     # -- helpers -----------------------------------------------------------------------------
-    def _info(self, service: dict[str, Any], task: Task | None) -> ContainerInfo:
+    def _info(self, service: dict[str, Any], task: Task | None, *, paused: bool = False) -> ContainerInfo:
         lab = dict(service["Spec"].get("Labels") or {})
         if task is None or task.state in _BEFORE_RUNNING:
             status = "created"
         elif task.state == "running":
-            status = "running"
+            status = "paused" if paused else "running"
         else:
             status = "exited"
         return ContainerInfo(
