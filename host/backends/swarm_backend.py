@@ -42,7 +42,7 @@ from host import labels, netinfo
 from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
 from host.backends.docker_backend import DockerBackend, opaque_name, volume_name
 from host.backends.hardening import AGENT_UID, Limits, tmpfs_mounts
-from host.backends.runner import start_code_runner
+from host.backends.runner import HANDSHAKE_TIMEOUT_S, start_code_runner
 from host.config import Settings, size_bytes
 from rpc.agent import AGENT_PORT, HASH_VARS
 from rpc.errors import BoxwrightError, ErrorCode
@@ -430,9 +430,15 @@ class SwarmBackend(SandboxBackend):
         return self.node(task.node_id), task
 
     def start_code_runner(self, container_id: str, secret: str) -> None:
-        """`docker exec` as `runner` on the engine of the node running the task (swarm has no exec)."""
+        """`docker exec` as `runner` on the engine of the node running the task (swarm has no exec).
+
+        The handshake may take the whole start-up time, not the one engine's fixed 30 s: a fleet's starts
+        come in bursts (20 at once from two servers), and every runner of a burst boots on a node's CPUs
+        next to the agents and network guards of the others — ready only after all of them got their turn."""
         node, task = self._on_node(container_id)
-        start_code_runner(node.client.api, task.container_id, secret)
+        start_code_runner(
+            node.client.api, task.container_id, secret, max(HANDSHAKE_TIMEOUT_S, self.settings.startup_timeout)
+        )
 
     def host_addresses(self) -> list[str]:
         """Addresses a `public` sandbox must not reach: every node's, and this machine's own."""
