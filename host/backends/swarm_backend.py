@@ -18,7 +18,11 @@ in the service's environment (the spec shows it to anyone with the manager API) 
 secret mounted as a file only the agent's user can read (SandboxSettings.secrets_file).
 
 Not on swarm: the workspace size limit (the volume is made on whichever node the task lands; the
-loop-device filesystem would have to be made there first), swap equal to memory (swarm sets 2x).
+loop-device filesystem would have to be made there first: host.sandboxes.limits refuses a workspaceMb),
+swap equal to memory (swarm sets 2x).
+
+Pause freezes the task's container on its node; swarm's task state stays `running`, so the pause is read
+back from the node's engine (list_sandboxes, inspect) — a restarted server adopts it as paused.
 
 Handles: ContainerInfo.container_id is the *service* id; the task (node, container) behind it is
 looked up when needed. Service names are opaque like DockerBackend's container names.
