@@ -148,7 +148,8 @@ class SwarmBackend(SandboxBackend):
             with contextlib.suppress(docker.errors.DockerException, KeyError):
                 node_id = client.info()["Swarm"]["NodeID"]
                 if node_id:
-                    found[node_id] = DockerBackend(self._node_settings, client=client)
+                    found[node_id] = node = DockerBackend(self._node_settings, client=client)
+                    node.netguard_timeout_s = self._step_timeout_s
         return found
 
     def node(self, node_id: str) -> DockerBackend:
@@ -436,13 +437,18 @@ class SwarmBackend(SandboxBackend):
     def start_code_runner(self, container_id: str, secret: str) -> None:
         """`docker exec` as `runner` on the engine of the node running the task (swarm has no exec).
 
-        The handshake may take the whole start-up time, not the one engine's fixed 30 s: a fleet's starts
-        come in bursts (20 at once from two servers), and every runner of a burst boots on a node's CPUs
-        next to the agents and network guards of the others — ready only after all of them got their turn."""
+        The handshake (like the network guard) may take the whole start-up time, not the one engine's fixed
+        30 s: a fleet's starts come in bursts (20 at once from two servers), and every runner of a burst boots
+        on a node's CPUs next to the agents and network guards of the others — ready only after all of them
+        got their turn."""
         node, task = self._on_node(container_id)
-        start_code_runner(
-            node.client.api, task.container_id, secret, max(HANDSHAKE_TIMEOUT_S, self.settings.startup_timeout)
-        )
+        start_code_runner(node.client.api, task.container_id, secret, self._step_timeout_s)
+
+    @property
+    def _step_timeout_s(self) -> float:
+        """How long one start-up step on a node may take (the code runner's handshake, the network guard):
+        the whole start-up time rather than the one engine's fixed 30 s — see start_code_runner."""
+        return max(HANDSHAKE_TIMEOUT_S, self.settings.startup_timeout)
 
     def host_addresses(self) -> list[str]:
         """Addresses a `public` sandbox must not reach: every node's, and this machine's own."""
