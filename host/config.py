@@ -41,6 +41,9 @@ def _state_home() -> Path:
     return Path(base) / "boxwright"
 
 
+INSTANCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
 class Settings(EnvSettings):
     # Where sandboxes run.
     backend: Literal["docker", "swarm"] = Field(
@@ -58,7 +61,7 @@ class Settings(EnvSettings):
     # Servers on several hosts sharing one identity (one state dir copied to each: docs/fleet.md).
     instance_id: str | None = Field(
         None,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        pattern=INSTANCE_PATTERN,
         description="This server's host among servers sharing one identity: it adopts and reaps only the sandboxes "
         "it made (sealed in their labels); default: derived from /etc/machine-id, else the hostname",
     )
@@ -246,6 +249,14 @@ class Settings(EnvSettings):
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("adopt_instances")
+    @classmethod
+    def _instance_ids(cls, value: list[str] | None) -> list[str] | None:
+        for v in value or []:
+            if not re.fullmatch(INSTANCE_PATTERN, v):
+                raise ValueError(f"not an instance id: {v!r}")
         return value
 
     @field_validator("internal_allow_hosts")

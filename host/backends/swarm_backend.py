@@ -438,16 +438,16 @@ class SwarmBackend(SandboxBackend):
         """`docker exec` as `runner` on the engine of the node running the task (swarm has no exec).
 
         The handshake (like the network guard) may take the whole start-up time, not the one engine's fixed
-        30 s: a fleet's starts come in bursts (20 at once from two servers), and every runner of a burst boots
-        on a node's CPUs next to the agents and network guards of the others — ready only after all of them
-        got their turn."""
+        budget (HANDSHAKE_TIMEOUT_S): a fleet's starts come in bursts (20 at once from two servers), and every
+        runner of a burst boots on a node's CPUs next to the agents and network guards of the others — ready
+        only after all of them got their turn."""
         node, task = self._on_node(container_id)
         start_code_runner(node.client.api, task.container_id, secret, self._step_timeout_s)
 
     @property
     def _step_timeout_s(self) -> float:
         """How long one start-up step on a node may take (the code runner's handshake, the network guard):
-        the whole start-up time rather than the one engine's fixed 30 s — see start_code_runner."""
+        the whole start-up time rather than the one engine's fixed budgets — see start_code_runner."""
         return max(HANDSHAKE_TIMEOUT_S, self.settings.startup_timeout)
 
     def host_addresses(self) -> list[str]:

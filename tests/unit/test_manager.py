@@ -307,6 +307,8 @@ def test_the_instance_is_configured_or_derived_from_the_machine(host_settings: S
     assert Settings(adopt_instances="edge-1, edge-2").adopt_instances == ["edge-1", "edge-2"]  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         Settings(instance_id="has space")
+    with pytest.raises(ValueError):
+        Settings(adopt_instances="ok,not/ok")  # type: ignore[arg-type]
 
 
 async def test_forged_or_foreign_labels_are_not_adopted(host_settings: Settings, fake: FakeBackend, tmp_path) -> None:
