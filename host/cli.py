@@ -108,10 +108,12 @@ def cmd_ls(args: argparse.Namespace, settings: Settings) -> int:
     rows, pooled = [header], [header]
     for info in backend.list_sandboxes(settings.namespace):
         lab = labels.decode(info.labels)
-        if mine is not None and labels.made_by(info.labels, mine):
+        if mine is not None and labels.adoptable(info.labels, mine, settings.adoptable_instances):
             server = "this one"
             managed = "no (orphan)" if locks.try_acquire(info.sandbox_id) else "yes"
             locks.release(info.sandbox_id, forget=False)
+        elif mine is not None and labels.made_by(info.labels, mine):  # this identity, on another host
+            server, managed = f"this one, instance {info.labels.get(labels.INSTANCE)}", "?"
         else:
             server, managed = lab.server_id or "(older version)", "?"
         # What changed since the labels were written (a pooled sandbox's claim, a longer TTL) is in its overlay.
@@ -157,7 +159,7 @@ def cmd_rm(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{sid}: no such sandbox in namespace {settings.namespace}", file=sys.stderr)
             status = 1
             continue
-        foreign = mine is None or not labels.made_by(info.labels, mine)
+        foreign = mine is None or not labels.adoptable(info.labels, mine, settings.adoptable_instances)
         if foreign and info.status == "running" and not args.force:
             print(f"{sid}: running, made by another server (use --force)", file=sys.stderr)
             status = 1

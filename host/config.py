@@ -41,6 +41,9 @@ def _state_home() -> Path:
     return Path(base) / "boxwright"
 
 
+INSTANCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
 class Settings(EnvSettings):
     # Where sandboxes run.
     backend: Literal["docker", "swarm"] = Field(
@@ -54,6 +57,18 @@ class Settings(EnvSettings):
         None,
         description="Engine APIs of the swarm's sandbox nodes, comma-separated (code runner, network guard and "
         "removal happen on the node running the sandbox)",
+    )
+    # Servers on several hosts sharing one identity (one state dir copied to each: docs/fleet.md).
+    instance_id: str | None = Field(
+        None,
+        pattern=INSTANCE_PATTERN,
+        description="This server's host among servers sharing one identity: it adopts and reaps only the sandboxes "
+        "it made (sealed in their labels); default: derived from /etc/machine-id, else the hostname",
+    )
+    adopt_instances: Annotated[list[str] | None, NoDecode] = Field(
+        None,
+        description="Other instances of this identity whose sandboxes this server adopts too (e.g. of a host "
+        "retired for good), comma-separated",
     )
     # Sandboxes.
     image: str = Field(DEFAULT_IMAGE, description="Sandbox image tag (built by Boxwright, or yours used as is)")
@@ -222,12 +237,26 @@ class Settings(EnvSettings):
     keep_empty: ClassVar[frozenset[str]] = frozenset({"debian_security_mirror", "build_ca_bundle"})
 
     @field_validator(
-        "toolsets", "allowed_hosts", "allowed_origins", "internal_allow_hosts", "swarm_engines", mode="before"
+        "toolsets",
+        "allowed_hosts",
+        "allowed_origins",
+        "internal_allow_hosts",
+        "swarm_engines",
+        "adopt_instances",
+        mode="before",
     )
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("adopt_instances")
+    @classmethod
+    def _instance_ids(cls, value: list[str] | None) -> list[str] | None:
+        for v in value or []:
+            if not re.fullmatch(INSTANCE_PATTERN, v):
+                raise ValueError(f"not an instance id: {v!r}")
         return value
 
     @field_validator("internal_allow_hosts")
@@ -256,6 +285,18 @@ class Settings(EnvSettings):
         except re.error as exc:
             raise ValueError(f"not a regular expression: {exc}") from None
         return value
+
+    @property
+    def instance(self) -> str:
+        """This server's instance id (BOXWRIGHT_INSTANCE_ID, else one derived from the machine)."""
+        from host.identity import machine_instance_id
+
+        return self.instance_id or machine_instance_id()
+
+    @property
+    def adoptable_instances(self) -> frozenset[str]:
+        """The instances whose sandboxes this server adopts: its own and the configured peers."""
+        return frozenset({self.instance, *(self.adopt_instances or [])})
 
     @property
     def nano_cpus(self) -> int:

@@ -7,7 +7,11 @@ bearer token (and its code runner's secret), so no secret is stored in a label: 
 recomputes them.
 
 Two processes with the same state dir are the same server (their ownership locks tell them apart
-while both run). The file is `identity.json` (mode 600) in the state dir (mode 700); the server
+while both run). Servers on several hosts may share one identity (its file copied to each); their locks
+cannot see each other, so each host is an *instance* (`machine_instance_id`, or BOXWRIGHT_INSTANCE_ID)
+sealed into the labels of what it makes, and a server adopts only its own instance's sandboxes.
+
+The file is `identity.json` (mode 600) in the state dir (mode 700); the server
 refuses to use one that others may read.
 """
 
@@ -20,13 +24,16 @@ import hmac
 import json
 import os
 import secrets
+import socket
 import stat
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 FILE_NAME = "identity.json"
 SERVER_ID_PREFIX = "srv_"
+MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
 
 
 class IdentityError(RuntimeError):
@@ -110,3 +117,18 @@ def _load(path: Path) -> ServerIdentity:
     if not server_id.startswith(SERVER_ID_PREFIX) or len(secret) < 32:
         raise IdentityError(f"{path} holds no valid identity; move it away to make a new one")
     return ServerIdentity(server_id, secret)
+
+
+@cache
+def machine_instance_id() -> str:
+    """A stable id of this machine, for servers that share an identity across hosts: a digest of the machine
+    id (never shown itself: it is meant to stay private), else of the hostname. Containers often lack the
+    one and change the other: set BOXWRIGHT_INSTANCE_ID there."""
+    source = ""
+    for path in MACHINE_ID_FILES:
+        with contextlib.suppress(OSError):
+            source = path.read_text().strip()
+        if source:
+            break
+    source = source or f"host:{socket.gethostname()}"
+    return "i_" + hashlib.sha256(f"boxwright-instance\0{source}".encode()).hexdigest()[:12]

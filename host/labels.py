@@ -9,7 +9,7 @@ carry its seal (a MAC over all the other labels), which is how a server knows wh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -22,6 +22,9 @@ PREFIX = "io.boxwright."
 SANDBOX = PREFIX + "sandbox"  # sandbox id; marks every Boxwright container and volume
 NAMESPACE = PREFIX + "namespace"
 SERVER = PREFIX + "server"  # id of the server that made it (host.identity)
+# Its instance: which host of the servers sharing that identity made it (Settings.instance); absent on
+# sandboxes from before instances, which any instance of the server may adopt.
+INSTANCE = PREFIX + "instance"
 SEAL = PREFIX + "seal"  # that server's MAC over all the other labels
 OWNER = PREFIX + "owner"
 NAME = PREFIX + "name"
@@ -47,6 +50,7 @@ SEALED = frozenset(
         SANDBOX,
         NAMESPACE,
         SERVER,
+        INSTANCE,
         OWNER,
         NAME,
         CREATED_AT,
@@ -81,7 +85,7 @@ class SandboxLabels:
     workspace_mb: int | None = None
 
 
-def encode(rec: SandboxRecord, namespace: str, identity: ServerIdentity) -> dict[str, str]:
+def encode(rec: SandboxRecord, namespace: str, identity: ServerIdentity, instance: str | None = None) -> dict[str, str]:
     out = {
         SANDBOX: rec.id,
         NAMESPACE: namespace,
@@ -103,6 +107,8 @@ def encode(rec: SandboxRecord, namespace: str, identity: ServerIdentity) -> dict
         out[POOL] = "1"
     if rec.workspace_mb:
         out[WORKSPACE_MB] = str(rec.workspace_mb)
+    if instance:
+        out[INSTANCE] = instance
     assert SEALED.issuperset(out), "a new label must be added to SEALED"
     out[SEAL] = identity.seal(out, SEALED)
     return out
@@ -111,6 +117,15 @@ def encode(rec: SandboxRecord, namespace: str, identity: ServerIdentity) -> dict
 def made_by(labels: Mapping[str, str], identity: ServerIdentity) -> bool:
     """Whether `identity`'s server made this sandbox: its id is named and its seal verifies."""
     return labels.get(SERVER) == identity.server_id and identity.sealed(labels, SEAL, SEALED)
+
+
+def adoptable(labels: Mapping[str, str], identity: ServerIdentity, instances: Collection[str]) -> bool:
+    """Whether a server of `identity` running as one of `instances` (its own, and the peers it was told
+    to adopt for) may adopt or reap this sandbox: made by the identity, and by one of those instances
+    (or before instances existed). Servers on several hosts sharing an identity thus leave each
+    other's sandboxes alone."""
+    instance = labels.get(INSTANCE)
+    return made_by(labels, identity) and (instance is None or instance in instances)
 
 
 def decode(labels: Mapping[str, str]) -> SandboxLabels:

@@ -74,6 +74,8 @@ def opaque_name(role: str = "") -> str:
 
 
 class DockerBackend(SandboxBackend):
+    netguard_timeout_s: float = NETGUARD_TIMEOUT_S  # the swarm backend's node engines allow the start-up time
+
     def __init__(self, settings: Settings, client: docker.DockerClient | None = None) -> None:
         self.settings = settings
         self.client = client or docker_client()
@@ -234,7 +236,7 @@ class DockerBackend(SandboxBackend):
         except docker.errors.DockerException as exc:
             raise _start_failed("cannot start the network guard", exc) from exc
         try:
-            status = guard.wait(timeout=NETGUARD_TIMEOUT_S).get("StatusCode", -1)
+            status = guard.wait(timeout=self.netguard_timeout_s).get("StatusCode", -1)
             out = guard.logs(stdout=True, stderr=False).decode("utf-8", "replace").strip()
             err = guard.logs(stdout=False, stderr=True).decode("utf-8", "replace").strip()
         except Exception as exc:  # requests' timeout or the engine failing mid-way

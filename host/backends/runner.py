@@ -27,14 +27,17 @@ READY, ACCEPTED = b"ready\n", b"ok\n"  # sandbox_image.code.daemon's lines
 _FRAME = struct.Struct(">BxxxL")  # the engine's stream header: stream (1 stdout, 2 stderr), size
 
 
-def start_code_runner(api: docker.APIClient, container_id: str, secret: str) -> None:
-    """Start the daemon in `container_id` and hand it `secret`; SANDBOX_START_FAILED if it does not take it."""
+def start_code_runner(
+    api: docker.APIClient, container_id: str, secret: str, timeout_s: float = HANDSHAKE_TIMEOUT_S
+) -> None:
+    """Start the daemon in `container_id` and hand it `secret`; SANDBOX_START_FAILED if it does not take it
+    within `timeout_s`."""
     exec_id = api.exec_create(container_id, CODE_RUNNER_CMD, stdin=True, user="runner", workdir="/workspace")["Id"]
     stream: Any = api.exec_start(exec_id, socket=True)
     sock: socket.socket = getattr(stream, "_sock", stream)
     out, err = bytearray(), bytearray()
     try:
-        deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
+        deadline = time.monotonic() + timeout_s
         _read_until(sock, READY, out, err, deadline)
         sock.sendall(secret.encode("ascii") + b"\n")
         _read_until(sock, ACCEPTED, out, err, deadline)

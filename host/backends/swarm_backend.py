@@ -18,7 +18,11 @@ in the service's environment (the spec shows it to anyone with the manager API) 
 secret mounted as a file only the agent's user can read (SandboxSettings.secrets_file).
 
 Not on swarm: the workspace size limit (the volume is made on whichever node the task lands; the
-loop-device filesystem would have to be made there first), swap equal to memory (swarm sets 2x).
+loop-device filesystem would have to be made there first: host.sandboxes.limits refuses a workspaceMb),
+swap equal to memory (swarm sets 2x).
+
+Pause freezes the task's container on its node; swarm's task state stays `running`, so the pause is read
+back from the node's engine (list_sandboxes, inspect) — a restarted server adopts it as paused.
 
 Handles: ContainerInfo.container_id is the *service* id; the task (node, container) behind it is
 looked up when needed. Service names are opaque like DockerBackend's container names.
@@ -42,7 +46,7 @@ from host import labels, netinfo
 from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
 from host.backends.docker_backend import DockerBackend, opaque_name, volume_name
 from host.backends.hardening import AGENT_UID, Limits, tmpfs_mounts
-from host.backends.runner import start_code_runner
+from host.backends.runner import HANDSHAKE_TIMEOUT_S, start_code_runner
 from host.config import Settings, size_bytes
 from rpc.agent import AGENT_PORT, HASH_VARS
 from rpc.errors import BoxwrightError, ErrorCode
@@ -144,7 +148,8 @@ class SwarmBackend(SandboxBackend):
             with contextlib.suppress(docker.errors.DockerException, KeyError):
                 node_id = client.info()["Swarm"]["NodeID"]
                 if node_id:
-                    found[node_id] = DockerBackend(self._node_settings, client=client)
+                    found[node_id] = node = DockerBackend(self._node_settings, client=client)
+                    node.netguard_timeout_s = self._step_timeout_s
         return found
 
     def node(self, node_id: str) -> DockerBackend:
@@ -430,9 +435,20 @@ class SwarmBackend(SandboxBackend):
         return self.node(task.node_id), task
 
     def start_code_runner(self, container_id: str, secret: str) -> None:
-        """`docker exec` as `runner` on the engine of the node running the task (swarm has no exec)."""
+        """`docker exec` as `runner` on the engine of the node running the task (swarm has no exec).
+
+        The handshake (like the network guard) may take the whole start-up time, not the one engine's fixed
+        budget (HANDSHAKE_TIMEOUT_S): a fleet's starts come in bursts (20 at once from two servers), and every
+        runner of a burst boots on a node's CPUs next to the agents and network guards of the others — ready
+        only after all of them got their turn."""
         node, task = self._on_node(container_id)
-        start_code_runner(node.client.api, task.container_id, secret)
+        start_code_runner(node.client.api, task.container_id, secret, self._step_timeout_s)
+
+    @property
+    def _step_timeout_s(self) -> float:
+        """How long one start-up step on a node may take (the code runner's handshake, the network guard):
+        the whole start-up time rather than the one engine's fixed budgets — see start_code_runner."""
+        return max(HANDSHAKE_TIMEOUT_S, self.settings.startup_timeout)
 
     def host_addresses(self) -> list[str]:
         """Addresses a `public` sandbox must not reach: every node's, and this machine's own."""
@@ -464,7 +480,8 @@ class SwarmBackend(SandboxBackend):
             service = self.manager.api.inspect_service(container_id)
         except docker.errors.NotFound:
             return None
-        return self._info(service, self.task(service["ID"]))
+        task = self.task(service["ID"])
+        return self._info(service, task, paused=task is not None and self._is_paused(task))
 
     def remove(self, sandbox_id: str, container_id: str | None) -> None:
         """Service, task container, volumes and secret; a no-op for what is already gone.
@@ -530,7 +547,32 @@ class SwarmBackend(SandboxBackend):
         newest: dict[str, Task] = {}
         for raw in sorted(self.manager.api.tasks(), key=lambda t: t.get("CreatedAt", "")):
             newest[raw["ServiceID"]] = _task(raw)
-        return [self._info(s, newest.get(s["ID"])) for s in services]
+        paused = self._paused_containers(namespace)
+        return [
+            self._info(s, task := newest.get(s["ID"]), paused=task is not None and task.container_id in paused)
+            for s in services
+        ]
+
+    def _paused_containers(self, namespace: str) -> set[str]:
+        """Ids of the namespace's paused task containers on every node. Swarm's task state stays `running`
+        while the container is frozen, so the pause is read where it is kept: the node engine's freezer."""
+        found: set[str] = set()
+        for _, node in self.nodes():
+            with contextlib.suppress(docker.errors.DockerException):
+                for c in node.client.api.containers(
+                    filters={"label": f"{labels.NAMESPACE}={namespace}", "status": "paused"}, quiet=True
+                ):
+                    found.add(c["Id"])
+        return found
+
+    def _is_paused(self, task: Task) -> bool:
+        if task.state != "running" or not task.container_id:
+            return False
+        try:
+            state = self.node(task.node_id).client.api.inspect_container(task.container_id)["State"]
+        except (docker.errors.DockerException, BoxwrightError):
+            return False
+        return bool(state.get("Paused"))
 
     def list_orphan_volumes(self, namespace: str, live_ids: set[str]) -> list[tuple[str, dict[str, str]]]:
         """One entry per sandbox without a service that left volumes (on any node) or a secret behind:
@@ -557,12 +599,12 @@ class SwarmBackend(SandboxBackend):
         return node.logs_tail(task.container_id, lines)
 
     # -- helpers -----------------------------------------------------------------------------
-    def _info(self, service: dict[str, Any], task: Task | None) -> ContainerInfo:
+    def _info(self, service: dict[str, Any], task: Task | None, *, paused: bool = False) -> ContainerInfo:
         lab = dict(service["Spec"].get("Labels") or {})
         if task is None or task.state in _BEFORE_RUNNING:
             status = "created"
         elif task.state == "running":
-            status = "running"
+            status = "paused" if paused else "running"
         else:
             status = "exited"
         return ContainerInfo(

@@ -30,7 +30,18 @@ def check_capacity(settings: Settings, registry: SandboxRegistry, caller: Caller
 
 def workspace_mb(settings: Settings, requested: int | None) -> int | None:
     """The workspace size limit a new sandbox gets (None when the server enforces none); INVALID_PARAMETER
-    above the server's maximum."""
+    above the server's maximum, and on swarm for any size asked for (no limit can be enforced there)."""
+    if settings.backend == "swarm":
+        # A swarm task's node is chosen after its volumes are described, so no loop-device filesystem can
+        # be made for it first (docs/fleet.md): a size that would only be echoed back is refused.
+        if requested is not None:
+            raise invalid_parameter(
+                "workspaceMb",
+                "workspaces have no size limit on this server (Docker Swarm backend)",
+                hint="leave workspaceMb out: the workspace is bounded only by the node's disk",
+                backend="swarm",
+            )
+        return None
     if settings.workspace_quota == "off":
         return None
     if requested is not None and requested > settings.max_workspace_mb:

@@ -270,7 +270,7 @@ class SandboxManager:
             spec = StartSpec(
                 sandbox_id=rec.id,
                 image=rec.image,
-                labels=labels.encode(rec, s.namespace, self.identity),
+                labels=labels.encode(rec, s.namespace, self.identity, s.instance),
                 env=env,
                 server_id=self.identity.server_id,
                 workspace_mb=rec.workspace_mb,

@@ -3,12 +3,15 @@ and adopt it when it is healthy, or remove it — so nothing leaks, not even a w
 network guard whose sandbox is gone.
 
 What a server may touch (several servers may share one engine and namespace):
-- its own sandboxes — labels naming its id with its valid seal (host.identity) — that no live process
-  of it holds the ownership lock of: adopted when healthy, removed when dead or expired;
+- its own sandboxes — labels naming its id with its valid seal (host.identity) and its instance (or one
+  of the peers it adopts for, BOXWRIGHT_ADOPT_INSTANCES) — that no live process of it holds the ownership
+  lock of: adopted when healthy, removed when dead or expired;
 - another server's (or an older version's) only when it is provably dead for good: the container
   has stopped (a sandbox's agent exits on its own once its TTL is over) and its expiry lies more than
   `foreign_grace` seconds in the past. A running sandbox of another server is never touched; one of
-  an older version (which does not exit on its own) once its expiry plus the grace has passed.
+  an older version (which does not exit on its own) once its expiry plus the grace has passed. A sandbox
+  of this identity made by another instance (a server on another host sharing the identity, whose
+  ownership locks this one cannot see) counts as another server's.
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ class Reconciler:
                 continue
             if self.pool is not None and self.pool.holds(info.sandbox_id):
                 continue
-            if labels.made_by(info.labels, self.identity):
+            if self.mine(info.labels):
                 if self.claimed_elsewhere(info) and info.status not in STOPPED:
                     continue
                 if self.registry.claim(info.sandbox_id):  # else: another live process of this server has it
@@ -99,6 +102,10 @@ class Reconciler:
         await anyio.to_thread.run_sync(
             self.backend.sweep_leftovers, self.identity.server_id, live, self.settings.foreign_grace
         )
+
+    def mine(self, found: Mapping[str, str]) -> bool:
+        """Made by this server's identity, and by its instance or a peer it adopts for (labels.adoptable)."""
+        return labels.adoptable(found, self.identity, self.settings.adoptable_instances)
 
     def dead_for_good(self, found: Mapping[str, str], *, running: bool) -> bool:
         """Whether a sandbox (or volume) this server did not make may be removed by it: long expired, and
@@ -197,7 +204,7 @@ class Reconciler:
         orphans = await anyio.to_thread.run_sync(self.backend.list_orphan_volumes, self.settings.namespace, live)
         for vol, found in orphans:
             sid = found.get(labels.SANDBOX, "")
-            ours = labels.made_by(found, self.identity)
+            ours = self.mine(found)
             # Another server's volume may belong to a sandbox it is creating right now: only long-expired ones.
             if (ours or self.dead_for_good(found, running=False)) and self.registry.claim(sid):
                 log.info("removing orphan workspace volume %s", vol)

@@ -1,7 +1,8 @@
 """Issue 13's acceptance on the two-node swarm, end to end: `boxwright serve --backend swarm` over HTTP,
 driven by the real MCP SDK client, sandboxes spread over both nodes, each running code, writing and
 reading files and browsing a page it serves (one also scraping it); a `public` one blocked from a decoy
-on the other node; a SIGKILLed server's sandboxes adopted by the next; nothing left on any node afterwards.
+on the other node; a paused one and the rest of a SIGKILLed server's sandboxes adopted by the next (the
+paused one still paused, resumed by its next call); nothing left on any node afterwards.
 """
 
 from __future__ import annotations
@@ -14,17 +15,17 @@ from pathlib import Path
 
 import anyio
 
+from host import labels
 from host.backends.swarm_backend import SECRETS_PATH
 from tests.integration.conftest import HttpServer
 from tests.integration.mcp_helpers import Session, http_session
 from tests.swarm.cluster import SwarmCluster
 from tests.swarm.conftest import leftovers, node_of, swarm_env
 
-# The issue asks for 10; they fit this 2-core machine (creates ~20 s under load, docs/fleet.md).
+# The issue asks for 10, all created at once. Under a load average near 20 (other work on the same two
+# cores) ten starts at once once pushed a code runner's handshake past the one engine's fixed 30 s: on
+# swarm the handshake now has the whole start-up time (SwarmBackend.start_code_runner), set generously here.
 SANDBOXES = 10
-# Starts at once: under a load average near 20 (other engineers' work on the same two cores), ten at once
-# pushed a code runner's handshake past its 30 s (host.backends.runner) once in two runs.
-CREATES_AT_ONCE = 5
 BROWSERS_AT_ONCE = 3  # a Chromium start is CPU-bound: more at once only queue on two cores
 
 HARDENING = (
@@ -124,12 +125,15 @@ async def test_a_fleet_through_mcp_spread_isolated_adopted_and_clean(
     decoy = control = None
     try:
         async with http_session(first.url) as s:
+            # A workspace size cannot be enforced on swarm: refused before anything starts, not echoed.
+            refused = await s.error("sandbox_create", {"workspaceMb": 64})
+            assert refused.data["errorCode"] == "INVALID_PARAMETER" and "workspaceMb" in refused.data["recoverHint"]
+
             ids: list[str] = []
-            starts = anyio.CapacityLimiter(CREATES_AT_ONCE)
 
             async def create() -> None:
-                async with starts:
-                    made = await s.ok("sandbox_create", {})
+                made = await s.ok("sandbox_create", {})
+                assert made["workspaceMb"] is None, made
                 ids.append(made["sandboxId"])
 
             async with anyio.create_task_group() as tg:
@@ -182,6 +186,15 @@ async def test_a_fleet_through_mcp_spread_isolated_adopted_and_clean(
         control.wait(timeout=30)
         assert "reached b'decoy'" in control.logs().decode()
 
+        # A paused sandbox: frozen on its node's engine, which is where the next server reads the pause.
+        paused = ids[2]
+        async with http_session(first.url) as s:
+            await s.ok("sandbox_pause", {"sandboxId": paused})
+        (frozen,) = node_of(swarm_cluster, paused).docker.containers.list(
+            filters={"label": f"{labels.SANDBOX}={paused}"}
+        )
+        assert frozen.status == "paused"
+
         # SIGKILL: nothing is removed, and the next server adopts every sandbox from its labels.
         first.proc.send_signal(signal.SIGKILL)
         first.proc.wait(10)
@@ -190,6 +203,15 @@ async def test_a_fleet_through_mcp_spread_isolated_adopted_and_clean(
         async with http_session(second.url) as s:
             listed = await s.ok("sandbox_list")
             assert sorted(x["sandboxId"] for x in listed["sandboxes"]) == sorted(ids), second.log()
+            status = {x["sandboxId"]: x["status"] for x in listed["sandboxes"]}
+            assert status[paused] == "paused" and Counter(status.values())["running"] == SANDBOXES - 1, status
+            frozen.reload()
+            assert frozen.status == "paused"
+            # Its next call resumes it (the same container: nothing was restarted) and is answered.
+            resumed = await s.ok("code_run", {"sandboxId": paused, "language": "bash", "code": "cat site/index.html"})
+            assert paused in resumed["stdout"]
+            frozen.reload()
+            assert frozen.status == "running"
             blocked = await s.ok(
                 "code_run", {"sandboxId": target, "language": "python", "code": probe(there.address, port)}
             )
@@ -205,7 +227,7 @@ async def test_a_fleet_through_mcp_spread_isolated_adopted_and_clean(
             for sid in ids[: SANDBOXES // 2]:  # the rest goes with the server's graceful stop
                 assert (await s.ok("sandbox_destroy", {"sandboxId": sid}))["destroyed"] is True
         second.stop()
-        assert "adopted sandbox" in second.log()
+        assert "adopted sandbox" in second.log() and f"adopted paused sandbox {paused}" in second.log()
         for c in (decoy, control):
             c.remove(force=True)
         decoy = control = None

@@ -250,6 +250,67 @@ async def test_servers_with_their_own_state_dirs_never_touch_each_others_sandbox
         await again.close()
 
 
+async def test_instances_sharing_an_identity_leave_each_others_sandboxes_alone(
+    host_settings: Settings, fake: FakeBackend, tmp_path
+) -> None:
+    """Servers on two hosts with one identity (its file copied; their ownership locks cannot see each
+    other): each adopts and reaps only what its own instance made, unless told to adopt for a peer."""
+    a_settings = host_settings.replace(instance_id="host-a", keep_on_exit=True)
+    a = SandboxManager(a_settings, fake)
+    await a.start()
+    live = await a.create(ALICE)
+    stopped = await a.create(ALICE)
+    await a.close()  # A's host goes away (its sandboxes stay, as after a SIGKILL)
+    fake.stop(stopped.id)
+    assert labels.decode(fake.container(live.id).labels).sandbox_id == live.id
+    assert fake.container(live.id).labels[labels.INSTANCE] == "host-a"
+    orphan = {labels.SANDBOX: "sbx_orphan", labels.NAMESPACE: "unit", labels.SERVER: a.identity.server_id}
+    orphan[labels.INSTANCE] = "host-a"
+    fake.add_volume("boxwright-sbx_orphan-workspace", {**orphan, labels.SEAL: a.identity.seal(orphan, labels.SEALED)})
+    # An instance label changed after sealing is not the identity's any more.
+    forged = dict(fake.container(live.id).labels, **{labels.INSTANCE: "host-b"})
+    assert not labels.made_by(forged, a.identity)
+
+    b_state = tmp_path / "b-state"
+    b_state.mkdir(mode=0o700)
+    (b_state / "identity.json").write_bytes((host_settings.state_dir / "identity.json").read_bytes())
+    (b_state / "identity.json").chmod(0o600)
+    b = SandboxManager(host_settings.replace(state_dir=b_state, instance_id="host-b"), fake)
+    await b.start()
+    try:
+        assert b.identity == a.identity
+        assert b.list(ALICE) == [] and b.registry.record(live.id) is None
+        await b.reap()
+    finally:
+        await b.close()  # a graceful stop: B removes only what it manages
+    assert {i.sandbox_id for i in fake.list_sandboxes("unit")} == {live.id, stopped.id}
+    assert "boxwright-sbx_orphan-workspace" in fake.volumes
+
+    # Told to adopt for host-a (retired for good), B takes over its live sandbox and cleans up the rest.
+    peer = SandboxManager(
+        host_settings.replace(state_dir=b_state, instance_id="host-b", adopt_instances=["host-a"]), fake
+    )
+    await peer.start()
+    try:
+        assert [r.id for r in peer.list(ALICE)] == [live.id]
+        assert (await run(peer, ALICE)).stdout == "42\n"
+        assert {i.sandbox_id for i in fake.list_sandboxes("unit")} == {live.id}
+        assert "boxwright-sbx_orphan-workspace" not in fake.volumes
+    finally:
+        await peer.close()
+
+
+def test_the_instance_is_configured_or_derived_from_the_machine(host_settings: Settings) -> None:
+    derived = host_settings.instance
+    assert derived.startswith("i_") and len(derived) == 14 and derived == host_settings.replace().instance
+    assert host_settings.replace(instance_id="edge-1").instance == "edge-1"
+    assert Settings(adopt_instances="edge-1, edge-2").adopt_instances == ["edge-1", "edge-2"]  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        Settings(instance_id="has space")
+    with pytest.raises(ValueError):
+        Settings(adopt_instances="ok,not/ok")  # type: ignore[arg-type]
+
+
 async def test_forged_or_foreign_labels_are_not_adopted(host_settings: Settings, fake: FakeBackend, tmp_path) -> None:
     """A container naming this server's id without its seal (or with labels changed after sealing) is not
     this server's; another server's stopped sandbox is removed only once it is long expired."""
@@ -313,3 +374,20 @@ async def test_workspace_size_defaults_and_is_bounded(host_settings: Settings, f
         assert (await unlimited.create(ALICE, workspace_mb=64)).workspace_mb is None
     finally:
         await unlimited.close()
+
+
+async def test_swarm_refuses_a_workspace_size_it_cannot_enforce(host_settings: Settings, fake: FakeBackend) -> None:
+    """On swarm no workspace limit is made (docs/fleet.md): a size asked for is refused before anything
+    starts, and the sandboxes made there say they have no limit rather than echo the default."""
+    m = SandboxManager(host_settings.replace(backend="swarm"), fake)
+    try:
+        with pytest.raises(BoxwrightError) as info:
+            await m.create(ALICE, workspace_mb=64)
+        assert error_of(info) is ErrorCode.INVALID_PARAMETER and "workspaceMb" in info.value.hint
+        assert info.value.details["errors"][0]["field"] == "workspaceMb" and info.value.details["backend"] == "swarm"
+        assert fake.list_sandboxes("unit") == [] and len(m.registry) == 0
+        rec = await m.create(ALICE)
+        assert rec.workspace_mb is None and rec.view().workspaceMb is None
+        assert labels.decode(fake.container(rec.id).labels).workspace_mb is None
+    finally:
+        await m.close()
