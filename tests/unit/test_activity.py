@@ -82,7 +82,7 @@ async def test_a_call_in_flight_and_a_run_of_the_server_count_as_busy(idle_manag
     async with anyio.create_task_group() as tg:
         tg.start_soon(code, idle_manager, rec, "sleep 1")
         await anyio.sleep(0.3)
-        assert await idle_manager.activity.busy(rec) == "a call in flight"
+        assert await idle_manager.activity.busy(rec) == "1 call(s) in flight"
     assert await idle_manager.activity.busy(rec) is None
     idle_manager.activity.sources.append(lambda sid: sid == rec.id)
     assert (await idle_manager.activity.busy(rec) or "").startswith("work of the server's own")
