@@ -9,7 +9,9 @@ lowlevel server the same messages; everything above it (sessions, dispatch, vali
 Like the SDK, it takes fds 0 and 1 over for the wire while serving: fd 0 then reads the null device and
 fd 1 goes to stderr, so a stray print or a child process cannot corrupt the protocol; both are put back
 on exit. It serves only pipes, sockets and character devices (what `connect_read_pipe` accepts); for
-anything else (a regular file on stdin, say) `serve` falls back to the SDK's own transport.
+anything else (a regular file on stdin, say), or an SDK without `MCPServer._lowlevel_server` (the
+server the SDK's own `run_stdio_async` serves; it has no public name), `serve` falls back to the SDK's
+own transport.
 """
 
 from __future__ import annotations
@@ -120,7 +122,8 @@ async def _write_lines(source: MemoryObjectReceiveStream[SessionMessage], writer
 
 async def serve(server: MCPServer) -> None:
     """Serve `server` over this process's stdin/stdout until the client closes stdin."""
-    if not (_streamable(0) and _streamable(1)):
+    lowlevel = getattr(server, "_lowlevel_server", None)  # what the SDK's run_stdio_async serves; no public name
+    if lowlevel is None or not (_streamable(0) and _streamable(1)):
         await server.run_stdio_async()
         return
     loop = asyncio.get_running_loop()
@@ -140,7 +143,6 @@ async def serve(server: MCPServer) -> None:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward, reader, incoming_in)
                 tg.start_soon(_write_lines, outgoing_out, writer)
-                lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async hands its streams here too
                 try:
                     await lowlevel.run(incoming, outgoing, lowlevel.create_initialization_options())
                 finally:

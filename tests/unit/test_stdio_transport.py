@@ -107,3 +107,16 @@ def test_a_regular_file_on_stdin_falls_back_to_the_sdks_transport(tmp_path: Path
     requests.write_bytes(line(INIT))
     answers = _run(requests)
     assert answers[0]["id"] == 1 and answers[0]["result"]["serverInfo"]["name"] == "t"
+
+
+async def test_an_sdk_without_the_lowlevel_server_gets_its_own_transport() -> None:
+    from host.mcp import stdio
+
+    served: list[str] = []
+
+    class OtherSdkServer:  # what a renamed attribute would look like from here
+        async def run_stdio_async(self) -> None:
+            served.append("sdk")
+
+    await stdio.serve(OtherSdkServer())  # type: ignore[arg-type]
+    assert served == ["sdk"]
