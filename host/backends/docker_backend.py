@@ -360,7 +360,7 @@ class DockerBackend(SandboxBackend):
             return ""
         return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
-    # -- helpers ---------------------------------------------------------------------------
+    # -- helpers ----------------------------------------------------------------------------
     def _info(self, container: Container) -> ContainerInfo:
         lab = dict(container.labels or {})
         return ContainerInfo(
