@@ -77,6 +77,7 @@ class ErrorCode(StrEnum):
     # Login profiles.
     PROFILE_NOT_FOUND = "PROFILE_NOT_FOUND"
     PROFILE_BUSY = "PROFILE_BUSY"
+    SANDBOX_BUSY = "SANDBOX_BUSY"  # sandbox_pause while calls or runs are still going on in it
     # Sandbox level.
     SANDBOX_NOT_FOUND = "SANDBOX_NOT_FOUND"
     SANDBOX_NOT_RUNNING = "SANDBOX_NOT_RUNNING"
@@ -137,6 +138,7 @@ CATEGORIES: dict[Category, frozenset[ErrorCode]] = {
             ErrorCode.RUN_TIMEOUT,
             ErrorCode.TOOL_TIMEOUT,
             ErrorCode.PROFILE_BUSY,
+            ErrorCode.SANDBOX_BUSY,
         }
     ),
     Category.SERVER: frozenset(
@@ -197,6 +199,8 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     ErrorCode.ARTIFACT_EXPIRED: "run the task again to produce a fresh artifact",
     ErrorCode.PROFILE_NOT_FOUND: "check the profileId with profile_list (or `boxwright profile list`); a profile is "
     "created on first use by browser_sessions, scrape or `boxwright login`",
+    ErrorCode.SANDBOX_BUSY: "calls or template runs are still going on in this sandbox: pause it when they have "
+    "ended (or cancel the run), or pass force=true to freeze them mid-call (they then end at their timeout)",
     ErrorCode.PROFILE_BUSY: "the profile is in use (a login is running, or its snapshot is being written): "
     "retry in a moment, or use another profileId",
     ErrorCode.SANDBOX_NOT_FOUND: "call sandbox_list to see your sandboxes, or sandbox_create to make one",

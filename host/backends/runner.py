@@ -4,6 +4,8 @@ The engine starts the daemon as user runner (a capability-less agent cannot swit
 secret that lets the daemon in at the agent (sandbox_image.code.channel) travels only over the exec's
 stdin, and only after the daemon said `ready` — i.e. once it is non-dumpable and the only process of
 its user — so no runner code can read it from an environment, a command line, a file or the pipe.
+The daemon says `ok` once it has connected to the agent and said hello, so a daemon that dies before
+that fails the start at once with its own last words (stderr), not as a start-up timeout.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import docker
 from host.backends.hardening import CODE_RUNNER_CMD
 from rpc.errors import BoxwrightError, ErrorCode
 
-HANDSHAKE_TIMEOUT_S = 30.0
+# The daemon says `ok` once it has reached the agent, which may still be booting: a sandbox start's budget.
+HANDSHAKE_TIMEOUT_S = 60.0
 READY, ACCEPTED = b"ready\n", b"ok\n"  # sandbox_image.code.daemon's lines
 _FRAME = struct.Struct(">BxxxL")  # the engine's stream header: stream (1 stdout, 2 stderr), size
 

@@ -10,7 +10,9 @@ This module is the one place resources are registered.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import base64
+import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp import MCPError
@@ -29,6 +31,8 @@ ARTIFACT_URI = ARTIFACT_PREFIX + "{artifactId}"
 # Largest artifact read whole; bigger ones are read with get_artifact in chunks (TypeScript clients
 # drop a stdio connection at 10 MiB per message, and base64 or JSON escaping adds to the bytes).
 MAX_RESOURCE_BYTES = 4 * 1024 * 1024
+# Artifacts per resources/list page; a client follows `nextCursor` for the rest (MCP pagination).
+PAGE_SIZE = 100
 
 Resolver = Callable[[Context], Caller]
 
@@ -79,6 +83,47 @@ def describe(entry: StoredArtifact) -> Resource:
     )
 
 
+def _sort_key(entry: StoredArtifact) -> tuple[int, str, str]:
+    """owned_by's order (newest run first), with the artifact id to make it total."""
+    return (-entry.ended_at, entry.run_id, entry.artifact_id)
+
+
+def encode_cursor(entry: StoredArtifact) -> str:
+    return base64.urlsafe_b64encode(json.dumps(_sort_key(entry)).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[int, str, str]:
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        key = (int(raw[0]), str(raw[1]), str(raw[2]))
+    except (ValueError, TypeError, IndexError, KeyError) as exc:
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"invalid cursor {cursor[:80]!r}: pass the nextCursor of "
+            "the previous resources/list answer, or none for the first page",
+        ) from exc
+    if len(raw) != 3:
+        raise MCPError(code=INVALID_PARAMS, message=f"invalid cursor {cursor[:80]!r}")
+    return key
+
+
+def page_of(
+    entries: Sequence[StoredArtifact], cursor: str | None, size: int | None = None
+) -> tuple[list[StoredArtifact], str | None]:
+    """One page after `cursor` and the cursor of the next page (None on the last).
+
+    The cursor is the last listed artifact's sort key, not an offset, so artifacts that expire or
+    arrive between two pages shift nothing: no artifact is listed twice, none that stays is skipped.
+    """
+    size = size or PAGE_SIZE
+    ordered = sorted(entries, key=_sort_key)
+    if cursor is not None:
+        after = _decode_cursor(cursor)
+        ordered = [e for e in ordered if _sort_key(e) > after]
+    page = ordered[:size]
+    return page, encode_cursor(page[-1]) if len(ordered) > size else None
+
+
 def _as_dict(result: HandlerResult) -> dict[str, Any]:
     if isinstance(result, BaseModel):
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -98,12 +143,21 @@ class OwnedArtifacts:
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "resources/list":
+            cursor = (ctx.params or {}).get("cursor")
+            # The SDK's own (static) resources come on the first page; artifacts are paged after them.
             answer = _as_dict(await call_next(ctx))
-            mine = self.runs.artifacts.owned_by(self._caller(ctx).owner)
+            if cursor is not None:
+                answer["resources"] = []
+            mine, next_cursor = page_of(
+                self.runs.artifacts.owned_by(self._caller(ctx).owner), None if cursor is None else str(cursor)
+            )
             answer["resources"] = [
                 *answer.get("resources", []),
                 *(describe(e).model_dump(mode="json", by_alias=True, exclude_none=True) for e in mine),
             ]
+            answer.pop("nextCursor", None)
+            if next_cursor is not None:
+                answer["nextCursor"] = next_cursor
             # Per caller and changing with every run: a client may not cache it, nor share it.
             answer.update(ttlMs=0, cacheScope="private")
             return answer

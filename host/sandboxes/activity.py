@@ -43,12 +43,19 @@ class Activity:
             if self._in_flight[rec.id] <= 0:
                 del self._in_flight[rec.id]
 
-    async def busy(self, rec: SandboxRecord) -> str | None:
-        """Why the sandbox must not count as idle, or None when nothing runs in it."""
-        if self._in_flight.get(rec.id):
-            return "a call in flight"
+    def hosts_work(self, rec: SandboxRecord) -> str | None:
+        """Work the server itself is waiting on in the sandbox (calls in flight, its runs, a live view):
+        freezing the sandbox would leave that work hanging until its timeout."""
+        if n := self._in_flight.get(rec.id):
+            return f"{n} call(s) in flight"
         if any(source(rec.id) for source in self.sources):
             return "work of the server's own (a template run, or a person on its live view)"
+        return None
+
+    async def busy(self, rec: SandboxRecord) -> str | None:
+        """Why the sandbox must not count as idle, or None when nothing runs in it."""
+        if reason := self.hosts_work(rec):
+            return reason
         if rec.endpoint is None:
             return None
         try:

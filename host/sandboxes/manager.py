@@ -334,10 +334,17 @@ class SandboxManager:
         return rec.created_at + timedelta(seconds=self.settings.max_ttl)
 
     # -- pause / resume (host.sandboxes.freezer) --------------------------------------------
-    async def pause(self, caller: Caller, sandbox_id: str | None) -> tuple[SandboxRecord, bool]:
-        """Freeze the caller's sandbox; (record, False) when it already was paused."""
+    async def pause(self, caller: Caller, sandbox_id: str | None, *, force: bool = False) -> tuple[SandboxRecord, bool]:
+        """Freeze the caller's sandbox; (record, False) when it already was paused. Refused while the
+        server still waits on work in it (a frozen call would only end at its timeout), unless forced."""
         rec = self.resolve(caller, sandbox_id)
-        return rec, await self.freezer.pause(rec, "by its owner")
+        if not force and rec.status is SandboxStatus.RUNNING and (why := self.activity.hosts_work(rec)):
+            raise BoxwrightError(
+                ErrorCode.SANDBOX_BUSY,
+                f"sandbox {rec.id} is busy ({why}): not paused",
+                details={"sandboxId": rec.id, "busy": why},
+            )
+        return rec, await self.freezer.pause(rec, "by its owner" + (" (forced)" if force else ""))
 
     async def resume(
         self, caller: Caller, sandbox_id: str | None, deadline: Deadline | None = None

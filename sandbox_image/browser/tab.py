@@ -40,7 +40,9 @@ CONSOLE_BUFFER = 500
 FAILED_REQUEST_BUFFER = 200
 MAX_ENTRY_TEXT = 2000
 MAX_TITLE = 500
-TITLE_TIMEOUT_S = 1.0
+# A page whose main thread is stuck never answers title(): bounded, but not so tightly that a loaded
+# machine (a busy renderer answers in seconds) returns an empty title for a page that has one.
+TITLE_TIMEOUT_S = 3.0
 # Requests open longer than this (long polls, streams) do not keep a page from counting as quiet.
 LONG_REQUEST_S = 10.0
 MAX_TRACKED_REQUESTS = 2000

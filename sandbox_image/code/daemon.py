@@ -9,7 +9,8 @@ same dispatcher as the agent, one JSON line per request and answer, concurrently
 `--take-over` is what makes a fresh daemon trustworthy next to hostile code of the same user: before it
 reads its secret it becomes non-dumpable, kills every other process of its user (a previous daemon,
 its orphans, whatever runner code left running), checks that nothing traces it, and only then says
-`ready` on stdout. The host writes the secret after that line. `take_over` refuses to run as root or
+`ready` on stdout. The host writes the secret after that line; the daemon answers `ok` once it has
+connected to the agent and said hello (`confirm_connected`), which ends the host's handshake. `take_over` refuses to run as root or
 as any user but the configured runner user. It also makes the daemon a child subreaper (processes a
 run leaves behind are reparented to it, so it can end them: procs.Children) and the OOM killer's
 second choice, after code processes (which spawn makes the first).
@@ -27,6 +28,7 @@ import pwd
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 from rpc.settings import SettingsError
 from sandbox_image import AGENT_VERSION
@@ -62,6 +64,7 @@ class RunnerDaemon:
         handlers.register(self.dispatcher, self.runner, self.processes)
         self._writer: asyncio.StreamWriter | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self.on_connected: Callable[[], None] | None = None  # called once the hello is sent
 
     async def serve(self, secret: str, *, connect_within_s: float = CONNECT_TIMEOUT_S) -> None:
         """Connect, say hello, answer requests until the agent hangs up (or this task is cancelled)."""
@@ -81,6 +84,8 @@ class RunnerDaemon:
             writer.write(hello(secret))
             await writer.drain()
             log.info("connected to the agent at %s", self.settings.runner_socket)
+            if self.on_connected is not None:
+                self.on_connected()
             while raw := await reader.readline():
                 task = asyncio.create_task(answer(raw))
                 self._tasks.add(task)
@@ -149,6 +154,15 @@ def take_over(settings: SandboxSettings) -> tuple[str, int | None]:
     secret = sys.stdin.buffer.readline(4096).strip().decode("ascii", "replace")
     if not secret:
         raise SettingsError("no secret on stdin")
+    return secret, oom_score_fd
+
+
+def confirm_connected() -> None:
+    """Tell the host (on the exec's stdout) that the daemon reached the agent and said hello.
+
+    Said only once connected, so a daemon that dies or cannot reach the agent shows up at once as the
+    host's failed handshake, with its last words on stderr, instead of a start-up timeout.
+    """
     sys.stdout.buffer.write(ACCEPTED_LINE)
     sys.stdout.flush()
     # The host hangs up on the exec's streams now: nothing more is said on them (logs included).
@@ -156,7 +170,6 @@ def take_over(settings: SandboxSettings) -> tuple[str, int | None]:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.close(devnull)
-    return secret, oom_score_fd
 
 
 def _pids_of(uid: int) -> list[int]:
@@ -194,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         log.info("code runner %s (uid %d) connecting to %s", AGENT_VERSION, os.getuid(), settings.runner_socket)
         daemon = RunnerDaemon(settings, subreaper=args.take_over)
         daemon.runner.children.oom_score_fd = oom_score_fd
+        if args.take_over:
+            daemon.on_connected = confirm_connected
         asyncio.run(_run(daemon, secret))
     except SettingsError as exc:
         print(f"boxwright runner: {exc}", file=sys.stderr)

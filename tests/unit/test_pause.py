@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import anyio
 import pytest
 
 from host.config import Settings
@@ -33,6 +34,37 @@ async def test_pause_then_a_call_resumes_and_answers(sandbox_manager: SandboxMan
     assert run.stdout == "awake\n"
     assert rec.status is SandboxStatus.RUNNING and fake.container(rec.id).status == "running"
     assert (await sandbox_manager.resume(ALICE, None))[1] is False  # not paused
+
+
+async def test_a_pause_during_a_call_is_refused_unless_forced(
+    sandbox_manager: SandboxManager, fake: FakeBackend
+) -> None:
+    rec = await sandbox_manager.create(ALICE)
+    slow = CodeRunParams(language="bash", code="sleep 1; echo done")
+    async with anyio.create_task_group() as tg:
+        results: list[str] = []
+
+        async def run() -> None:
+            results.append(
+                (await sandbox_manager.call(ALICE, None, methods.CODE_RUN, slow, Deadline.after(20)))[1].stdout
+            )
+
+        tg.start_soon(run)
+        await anyio.sleep(0.3)
+        with pytest.raises(BoxwrightError) as refused:
+            await sandbox_manager.pause(ALICE, None)
+        assert refused.value.code is ErrorCode.SANDBOX_BUSY and "1 call(s) in flight" in refused.value.message
+        assert refused.value.hint and "force" in refused.value.hint
+        assert rec.status is SandboxStatus.RUNNING and fake.container(rec.id).status == "running"
+    assert results == ["done\n"]  # the call was not disturbed
+    assert (await sandbox_manager.pause(ALICE, None)) == (rec, True)  # nothing in flight: paused
+    await sandbox_manager.resume(ALICE, None)
+    # Forced: frozen even with a call in flight (the caller asked for it).
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sandbox_manager.call, ALICE, None, methods.CODE_RUN, ECHO, Deadline.after(20))
+        await anyio.sleep(0.1)
+        assert (await sandbox_manager.pause(ALICE, None, force=True)) == (rec, True)
+        await sandbox_manager.resume(ALICE, None)
 
 
 async def test_a_stopped_sandbox_cannot_be_paused(sandbox_manager: SandboxManager, fake: FakeBackend) -> None:

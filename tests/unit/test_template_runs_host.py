@@ -18,6 +18,7 @@ from mcp import Client
 
 from host import labels
 from host.config import Settings
+from host.mcp import resources
 from host.mcp.caller import CallerResolver
 from host.mcp.resources import artifact_uri
 from host.mcp.server import build_server
@@ -443,3 +444,30 @@ async def test_a_sync_wait_that_runs_out_names_the_run(services: Services, site:
         site.released.set()
         view = await services.runs.wait(live, Deadline.after(30))
         assert view.status == "succeeded"
+
+
+async def test_resources_list_pages_with_a_cursor(
+    services: Services, site: TaskSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(resources, "PAGE_SIZE", 1)
+    async with services.running(), client(services) as alice, client(services, as_owner("bob")) as bob:
+        run = await alice.ok(
+            "run_task_template", {"templateId": "batch_extract_pages", "inputs": {"urls": [site.url("/p/1")]}}
+        )
+        expected = [artifact_uri(a["artifactId"]) for a in run["artifacts"]]
+        assert len(expected) >= 2
+        listed, cursor, pages = [], None, 0
+        while True:
+            page = await alice.client.list_resources(cursor=cursor)
+            listed += [str(r.uri) for r in page.resources]
+            pages += 1
+            assert len(page.resources) == 1
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        assert sorted(listed) == sorted(expected) and pages == len(expected)
+        # A cursor is not a key to other owners' lists, and a forged one is refused, not a traceback.
+        first = await alice.client.list_resources()
+        assert not (await bob.client.list_resources(cursor=first.next_cursor)).resources
+        with pytest.raises(Exception, match="invalid cursor"):
+            await alice.client.list_resources(cursor="not-a-cursor")

@@ -65,14 +65,18 @@ class SandboxDestroyResult(BaseModel):
     destroyed: bool
 
 
-class SandboxPauseArgs(BaseModel):
+class SandboxResumeArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     sandboxId: str | None = Field(None, min_length=1, max_length=64, description=SANDBOX_ID_DOC)
 
 
-class SandboxResumeArgs(SandboxPauseArgs):
-    pass
+class SandboxPauseArgs(SandboxResumeArgs):
+    force: bool = Field(
+        False,
+        description="Pause even while tool calls or template runs are going on in the sandbox (they are frozen "
+        "mid-call and end at their timeout); without it such a pause answers SANDBOX_BUSY",
+    )
 
 
 class SandboxStateResult(SandboxView):
@@ -140,7 +144,7 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
         return ToolOutput(result, f"{tool} ok: {rec.id} {rec.status.value}{note}", sandbox_id=rec.id)
 
     async def pause(inv: Invocation[SandboxPauseArgs]) -> ToolOutput:
-        rec, changed = await manager.pause(inv.caller, inv.args.sandboxId)
+        rec, changed = await manager.pause(inv.caller, inv.args.sandboxId, force=inv.args.force)
         return state_result("sandbox_pause", rec, changed, inv.caller)
 
     async def resume(inv: Invocation[SandboxResumeArgs]) -> ToolOutput:
