@@ -10,10 +10,10 @@ same dispatcher as the agent, one JSON line per request and answer, concurrently
 reads its secret it becomes non-dumpable, kills every other process of its user (a previous daemon,
 its orphans, whatever runner code left running), checks that nothing traces it, and only then says
 `ready` on stdout. The host writes the secret after that line; the daemon answers `ok` once it has
-connected to the agent and said hello (`confirm_connected`), which ends the host's handshake. `take_over` refuses to run as root or
-as any user but the configured runner user. It also makes the daemon a child subreaper (processes a
-run leaves behind are reparented to it, so it can end them: procs.Children) and the OOM killer's
-second choice, after code processes (which spawn makes the first).
+connected to the agent and said hello (`confirm_connected`), which ends the host's handshake.
+`take_over` refuses to run as root or as any user but the configured runner user. It also makes the
+daemon a child subreaper (processes a run leaves behind are reparented to it, so it can end them:
+procs.Children) and the OOM killer's second choice, after code processes (which spawn makes the first).
 """
 
 from __future__ import annotations
