@@ -27,7 +27,7 @@ class ContainerInfo:
     sandbox_id: str
     status: str  # docker's: created, running, paused, restarting, exited, dead, removing
     labels: dict[str, str] = field(repr=False)
-    agent_url: str | None  # http://127.0.0.1:<published port>, when running
+    agent_url: str | None  # when running: http://<bridge address>:8080 or http://127.0.0.1:<published port>
 
 
 class SandboxBackend(Protocol):

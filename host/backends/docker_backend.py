@@ -7,6 +7,7 @@ sit on a namespace network with inter-container traffic disabled, so one sandbox
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import re
 import secrets
@@ -24,6 +25,7 @@ from host.backends.hardening import AGENT_PORT_SPEC, Limits, hardened
 from host.backends.runner import start_code_runner
 from host.backends.workspace import WorkspaceDisks
 from host.config import Settings
+from rpc.agent import AGENT_PORT
 from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.models.network import NetworkPolicy
 from rpc.netblocks import INTERNAL_HINT
@@ -361,19 +363,52 @@ class DockerBackend(SandboxBackend):
         return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
     # -- helpers ----------------------------------------------------------------------------
-    @staticmethod
-    def _info(container: Container) -> ContainerInfo:
+    def _info(self, container: Container) -> ContainerInfo:
         lab = dict(container.labels or {})
-        url = None
-        bindings = (container.ports or {}).get(AGENT_PORT_SPEC) or []
-        for b in bindings:
-            if b.get("HostIp") in ("127.0.0.1", "") and b.get("HostPort"):
-                url = f"http://127.0.0.1:{b['HostPort']}"
-                break
         return ContainerInfo(
             container_id=container.id or "",
             sandbox_id=lab.get(labels.SANDBOX, ""),
             status=container.status,
             labels=lab,
-            agent_url=url,
+            agent_url=self._agent_url(container),
         )
+
+    def _agent_url(self, container: Container) -> str | None:
+        return agent_url_of(
+            container,
+            self.network_name,
+            attached=netinfo.attached_networks() if self.engine_is_local else [],
+        )
+
+
+def agent_url_of(container: Container, network_name: str, *, attached: list[str]) -> str | None:
+    """Where the agent answers: its address on the namespace bridge when this machine routes there
+    itself (`attached`: the subnets of this machine's interfaces, empty for a remote engine), else the
+    port published on loopback; None until the container runs with one.
+
+    The published port goes through dockerd's userland proxy (docker-proxy): one more process, two
+    more socket copies and wake-ups on every call (~0.1 ms CPU and ~0.15 ms per round trip, measured).
+    The bridge address is the one the proxy itself connects to, and the agent sees the same source
+    (the bridge's gateway) either way, so nothing about what reaches the agent changes. The port stays
+    published: it is the way in when the bridge is not this machine's (a remote engine, rootless
+    Docker, a VM-hosted engine) and for anything that reads it."""
+    published = None
+    for b in (container.ports or {}).get(AGENT_PORT_SPEC) or []:
+        if b.get("HostIp") in ("127.0.0.1", "") and b.get("HostPort"):
+            published = f"http://127.0.0.1:{b['HostPort']}"
+            break
+    if published is None:
+        return None
+    networks = (container.attrs.get("NetworkSettings") or {}).get("Networks") or {}
+    address = (networks.get(network_name) or {}).get("IPAddress") or ""
+    return f"http://{address}:{AGENT_PORT}" if routed_here(address, attached) else published
+
+
+def routed_here(address: str, attached: list[str]) -> bool:
+    """`address` is an IPv4 address inside a subnet attached to one of this machine's interfaces (a
+    bridge of the local engine shows up as one; rootless or VM-hosted engines' bridges do not)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return ip.version == 4 and any(ip in ipaddress.ip_network(net) for net in attached if ":" not in net)

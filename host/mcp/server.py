@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 
 from host import __version__
 from host.config import Settings
+from host.mcp import stdio
 from host.mcp.auth import BearerAuthMiddleware, TokenStore
 from host.mcp.caller import CallerResolver
 from host.mcp.capabilities import offer_only_what_exists
@@ -85,7 +86,7 @@ async def serve_stdio(services: Services) -> None:
     server = build_server(services, CallerResolver("stdio"))
     async with services.running(), anyio.create_task_group() as tg:
         tg.start_soon(_on_signal, tg.cancel_scope.cancel)
-        await server.run_stdio_async()  # returns when the client closes stdin
+        await stdio.serve(server)  # returns when the client closes stdin
         tg.cancel_scope.cancel()
 
 

@@ -8,17 +8,27 @@ from rpc.deadline import Deadline
 from rpc.methods import FILE_DELETE, FILE_LIST, FILE_READ, FILE_WRITE
 from rpc.models import files as f
 from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.files.ops import delete_path, list_dir, read_file, write_file
+from sandbox_image.files.ops import delete_path, list_dir, open_read, write_file
 from sandbox_image.files.workspace import Workspace
 
 __all__ = ["Workspace", "register"]
 
 
 def register(dispatcher: Dispatcher, workspace: Workspace) -> None:
-    """Serve the file methods; the syscalls run in a worker thread so the event loop never blocks on disk."""
+    """Serve the file methods; bulk I/O runs in a worker thread so the event loop never waits on disk.
+
+    A read opens its file on the loop (metadata only) and reads a small part (INLINE_READ_BYTES) there
+    too: the thread hop would cost more than the read."""
 
     async def read(params: f.FileReadParams, _deadline: Deadline) -> f.FileReadResult:
-        return await asyncio.to_thread(read_file, workspace, params)
+        opened = open_read(workspace, params)
+        if opened.small:
+            return opened.finish()
+        try:
+            return await asyncio.to_thread(opened.finish)
+        except asyncio.CancelledError:
+            opened.abandon()  # the worker may never have started: the fd must not leak
+            raise
 
     async def write(params: f.FileWriteParams, _deadline: Deadline) -> f.FileWriteResult:
         return await asyncio.to_thread(write_file, workspace, params)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -32,6 +33,32 @@ async def test_a_request_round_trips_through_the_dispatcher() -> None:
     assert answer["id"] == 7
     result = decode_response(FILE_READ, json.dumps(answer).encode())
     assert result.content == "hi" and seen[0][0].path == "a.txt" and 4 < seen[0][1] <= 5
+
+
+async def test_the_dispatcher_logs_successes_at_debug_and_failures_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    async def read(params: FileReadParams, _deadline: Deadline) -> FileReadResult:
+        if params.path == "bad":
+            raise BoxwrightError(ErrorCode.FILE_NOT_FOUND, "no such file")
+        return FileReadResult(path=params.path, content="", encoding="utf-8", size=0, offset=0, length=0, eof=True)
+
+    dispatcher = Dispatcher("test")
+    dispatcher.register(FILE_READ, read)
+
+    def body(path: str) -> bytes:
+        return encode_request(FILE_READ, FileReadParams(path=path), deadline_ms=5000, request_id=1)
+
+    name = "boxwright.test.rpc"
+    with caplog.at_level(logging.INFO, logger=name):
+        await dispatcher.dispatch_bytes(body("good"))
+        await dispatcher.dispatch_bytes(body("bad"))
+        await dispatcher.dispatch_bytes(b"not json")
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == name]
+    assert [level for level, _ in lines] == [logging.INFO, logging.INFO]
+    assert "outcome=FILE_NOT_FOUND" in lines[0][1] and "method=-" in lines[1][1]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger=name):
+        await dispatcher.dispatch_bytes(body("good"))
+    assert next(r.getMessage() for r in caplog.records if r.name == name).startswith("method=file.read id=1 outcome=ok")
 
 
 def test_the_peers_error_is_raised_as_itself() -> None:

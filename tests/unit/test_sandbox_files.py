@@ -384,3 +384,92 @@ def test_delete_by_raw_bytes(ws: Workspace, workspace: Path) -> None:
         fh.write(b"x")
     gone = delete(ws, ODD_B64, pathEncoding="base64")
     assert gone.pathBase64 == ODD_B64 and os.listdir(workspace / "d") == []
+
+
+# ---------------------------------------------------------------- inline small reads (the agent's fast path)
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize(
+    ("size", "offset", "limit", "small"),
+    [
+        (1024, 0, FileReadParams.model_fields["limit"].default, True),
+        (ops.INLINE_READ_BYTES, 0, 10 * ops.INLINE_READ_BYTES, True),
+        (ops.INLINE_READ_BYTES + 1, 0, 10 * ops.INLINE_READ_BYTES, False),
+        (ops.INLINE_READ_BYTES + 1, 0, ops.INLINE_READ_BYTES, True),  # the limit bounds the read
+        (3 * ops.INLINE_READ_BYTES, 2 * ops.INLINE_READ_BYTES + 1, 10 * ops.INLINE_READ_BYTES, True),
+        (10, 50, 100, True),  # offset past the end reads nothing
+    ],
+)
+def test_small_reads_are_told_apart_by_the_bytes_they_read(
+    ws: Workspace, workspace: Path, size: int, offset: int, limit: int, small: bool
+) -> None:
+    (workspace / "f.bin").write_bytes(b"a" * size)
+    opened = ops.open_read(ws, FileReadParams(path="f.bin", offset=offset, limit=limit))
+    assert opened.small is small
+    got = opened.finish()
+    assert got.length == max(0, min(limit, size - offset)) and got.size == size
+
+
+def test_an_abandoned_read_closes_its_file_once_and_cannot_be_finished(ws: Workspace, workspace: Path) -> None:
+    (workspace / "f.txt").write_text("hello")
+    before = _open_fds()
+    opened = ops.open_read(ws, FileReadParams(path="f.txt"))
+    assert _open_fds() == before + 1
+    opened.abandon()
+    opened.abandon()  # idempotent: the fd is not closed twice (it may belong to someone else by now)
+    assert _open_fds() == before
+    with pytest.raises(RuntimeError):
+        opened.finish()
+
+
+def test_a_finished_read_closes_its_file_and_abandon_is_then_a_no_op(ws: Workspace, workspace: Path) -> None:
+    (workspace / "f.txt").write_text("hello")
+    before = _open_fds()
+    opened = ops.open_read(ws, FileReadParams(path="f.txt"))
+    assert opened.finish().content == "hello"
+    assert _open_fds() == before
+    opened.abandon()
+    assert _open_fds() == before
+
+
+def test_open_read_refuses_what_read_refuses_without_leaking_a_descriptor(ws: Workspace, workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    (workspace / "dir").mkdir()
+    before = _open_fds()
+    refused = {"pipe": ErrorCode.NOT_A_FILE, "dir": ErrorCode.NOT_A_FILE, "nope": ErrorCode.FILE_NOT_FOUND}
+    for path, code in refused.items():
+        assert code_of(lambda p=path: ops.open_read(ws, FileReadParams(path=p))) == code
+    assert _open_fds() == before
+
+
+async def test_the_handler_reads_small_files_inline_and_large_ones_in_a_thread(
+    ws: Workspace, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from sandbox_image import files
+    from sandbox_image.dispatcher import Dispatcher
+
+    hops: list[object] = []
+    real = asyncio.to_thread
+
+    async def counting(fn: Any, *args: Any) -> Any:
+        hops.append(fn)
+        return await real(fn, *args)
+
+    monkeypatch.setattr(files.asyncio, "to_thread", counting)
+    dispatcher = Dispatcher("agent")
+    files.register(dispatcher, ws)
+    (workspace / "small.txt").write_text("s" * 1024)
+    (workspace / "big.txt").write_text("b" * (ops.INLINE_READ_BYTES + 10))
+
+    async def length(path: str) -> int:
+        answer = await dispatcher.dispatch({"jsonrpc": "2.0", "id": 1, "method": "file.read", "params": {"path": path}})
+        return int(answer["result"]["length"])
+
+    assert await length("small.txt") == 1024 and hops == []
+    assert await length("big.txt") == ops.INLINE_READ_BYTES + 10 and len(hops) == 1
