@@ -115,9 +115,11 @@ async def page(out):
     root = tempfile.mkdtemp()
     with open(os.path.join(root, "index.html"), "w") as f:
         f.write(os.environ["PAGE_HTML"])
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
-    handler.log_message = lambda *a: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Quiet, directory=root))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, args=list(LAUNCH_ARGS))
@@ -145,8 +147,9 @@ print(json.dumps(out))
 BATCH_PAGES = 50
 BATCH_PORT = PAGE_PORT + 2
 BATCH_CONCURRENCY = (1, 3, 5)
-# The batch benchmark's pages: 50 small articles (headings, paragraphs, links, a form), made by the
-# same code in the sandbox (served with python3 -m http.server) and in the bare container.
+# The batch benchmark's pages: 50 small articles (headings, paragraphs, links, a form), made and served
+# by the same code in the sandbox and in the bare container: a quiet ThreadingHTTPServer (no log line per
+# request on either side), so the page server weighs the same on both rows.
 MAKE_PAGES = """
 import os
 def make_pages(root, n):
@@ -166,6 +169,14 @@ def make_pages(root, n):
         )
         with open(os.path.join(root, f"page{i}.html"), "w") as f:
             f.write(html)
+
+def serve_pages(root, port):
+    import functools, http.server
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+    handler = functools.partial(Quiet, directory=root)
+    return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
 """
 # The baseline of the batch rows: the plain sequential loop a person would write with Playwright,
 # in a bare container of the same image — per page: new tab, goto, title, accessibility snapshot and
@@ -173,7 +184,7 @@ def make_pages(root, n):
 BARE_BATCH = (
     MAKE_PAGES
     + """
-import asyncio, functools, http.server, json, sys, tempfile, threading, time
+import asyncio, json, sys, tempfile, threading, time
 from playwright.async_api import async_playwright
 from sandbox_image.browser.launch import LAUNCH_ARGS, VIEWPORT
 from sandbox_image.config import DEFAULT_CHROMIUM
@@ -181,9 +192,7 @@ from sandbox_image.config import DEFAULT_CHROMIUM
 passes, n, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 root = tempfile.mkdtemp()
 make_pages(root, n)
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
-handler.log_message = lambda *a: None
-server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+server = serve_pages(root, port)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 
 async def main():
@@ -1134,16 +1143,8 @@ async def bench_batch_extract(h: Harness, n: int) -> list[Series]:
     root = "bench_batch"
     make = MAKE_PAGES + f"\nmake_pages({root!r}, {BATCH_PAGES})\n"
     await h.call("code_run", {"sandboxId": sid, "language": "python", "code": make})
-    started = await h.call(
-        "code_run",
-        {
-            "sandboxId": sid,
-            "language": "bash",
-            "code": f"exec python3 -m http.server {BATCH_PORT} --bind 127.0.0.1",
-            "cwd": root,
-            "background": True,
-        },
-    )
+    serve = MAKE_PAGES + f"\nserve_pages({root!r}, {BATCH_PORT}).serve_forever()\n"
+    started = await h.call("code_run", {"sandboxId": sid, "language": "python", "code": serve, "background": True})
     urls = [f"http://127.0.0.1:{BATCH_PORT}/page{i}.html" for i in range(BATCH_PAGES)]
     bare = await h.bare_sandbox()
     baseline = Series(b, f"bare Playwright: sequential loop, {BATCH_PAGES} pages (baseline)", "pages/s")

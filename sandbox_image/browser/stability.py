@@ -3,6 +3,9 @@
 DOM quiet is measured by a MutationObserver installed for the duration of the call (in the page's
 world: a hostile page can only fool its own stability answer) and polled from here; network quiet
 comes from the tab's request events. At the timeout the answer is stable=false, not an error.
+Between probes it sleeps until the quiet window could next be complete (a static page: one probe at
+the start, one when quietMs has passed), not in fixed small steps: every probe is a round trip to
+the page, and a batch of pages pays for them on every page.
 """
 
 from __future__ import annotations
@@ -43,6 +46,16 @@ async def _probe(tab: Tab, key: str) -> dict[str, Any] | None:
     return result if isinstance(result, dict) else None
 
 
+def _next_probe_s(
+    dom_quiet_ms: float | None, ready: bool, pending: int, network_quiet_s: float, quiet_s: float
+) -> float:
+    """How long until the page could first count as stable, if nothing moves meanwhile (at least POLL_S)."""
+    if dom_quiet_ms is None or not ready or pending:  # mid-navigation, still loading, requests open: look again soon
+        return POLL_S
+    dom_left = quiet_s - dom_quiet_ms / 1000.0
+    return max(POLL_S, dom_left, quiet_s - network_quiet_s)
+
+
 async def wait_for_stable(tab: Tab, params: WaitForStableParams, budget: Budget) -> StabilityResult:
     key = f"__boxwright_stable_{secrets.token_hex(6)}"
     quiet_s = params.quietMs / 1000.0
@@ -50,15 +63,20 @@ async def wait_for_stable(tab: Tab, params: WaitForStableParams, budget: Budget)
     try:
         while True:
             probe = await _probe(tab, key)
+            dom_quiet_ms: float | None = None
             if probe is not None:
-                dom_quiet = float(probe.get("quietMs", 0)) >= params.quietMs
+                dom_quiet_ms = float(probe.get("quietMs", 0))
+                dom_quiet = dom_quiet_ms >= params.quietMs
                 ready_state = str(probe.get("readyState", "unknown"))[:20]
             pending = tab.pending_requests()
-            network_quiet = pending == 0 and time.monotonic() - tab.last_network_activity >= quiet_s
-            stable = dom_quiet and network_quiet and ready_state in ("interactive", "complete")
-            if stable or budget.seconds() < POLL_S:
+            network_quiet_s = time.monotonic() - tab.last_network_activity
+            network_quiet = pending == 0 and network_quiet_s >= quiet_s
+            ready = ready_state in ("interactive", "complete")
+            stable = dom_quiet and network_quiet and ready
+            left = budget.seconds()
+            if stable or left < POLL_S:
                 break
-            await asyncio.sleep(POLL_S)
+            await asyncio.sleep(min(_next_probe_s(dom_quiet_ms, ready, pending, network_quiet_s, quiet_s), left))
     finally:
         if tab.page is not None and not tab.dialogs:
             spawn(quietly(tab.page.evaluate(_REMOVE, key)))

@@ -3,15 +3,19 @@ failed requests, wait_for_stable, page_info, page_content, evaluate, scroll, key
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 import time
+from typing import Any
 
 import pytest
 
 from rpc.errors import ErrorCode
 from rpc.models.browser import MAX_FULL_PAGE_HEIGHT, PageContentResult, PageInfoResult, StabilityResult
+from sandbox_image.browser import stability
 from sandbox_image.browser.screenshot import png_size
+from sandbox_image.browser.tab import Tab
 from tests.unit.browser_harness import BrowserDriver, Site
 
 pytestmark = pytest.mark.chromium  # launches the host's Chromium
@@ -116,6 +120,35 @@ async def test_wait_for_stable(browser: BrowserDriver, site: Site, sid: str) -> 
     restless = await browser.call("browser.wait_for_stable", sessionId=sid, quietMs=300, timeoutMs=1000)
     assert restless["stable"] is False and restless["domStable"] is False
     assert 0.9 < time.monotonic() - started < 2.5 and restless["elapsedMs"] >= 900
+
+
+async def test_wait_for_stable_probes_a_static_page_twice(
+    browser: BrowserDriver, site: Site, sid: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page that does not move is probed when the wait starts and when quietMs has passed, not every POLL_S."""
+    probes: list[float] = []
+    real_probe = stability._probe
+
+    async def counting(tab: Tab, key: str) -> dict[str, Any] | None:
+        probes.append(time.monotonic())
+        return await real_probe(tab, key)
+
+    monkeypatch.setattr(stability, "_probe", counting)
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/article"))
+    await asyncio.sleep(0.4)  # the load's own requests are over: only the DOM window is left to wait out
+    stable = await browser.call("browser.wait_for_stable", sessionId=sid, quietMs=300, timeoutMs=5000)
+    assert stable["stable"] is True
+    assert len(probes) == 2 and probes[1] - probes[0] >= 0.3
+
+
+def test_next_probe_waits_for_the_later_window() -> None:
+    next_probe = stability._next_probe_s
+    assert next_probe(0.0, True, 0, 0.5, 0.3) == pytest.approx(0.3)  # DOM just observed: its whole window
+    assert next_probe(250.0, True, 0, 0.1, 0.3) == pytest.approx(0.2)  # the network window ends later
+    assert next_probe(290.0, True, 0, 1.0, 0.3) == stability.POLL_S  # never sooner than POLL_S
+    assert next_probe(None, True, 0, 1.0, 0.3) == stability.POLL_S  # mid-navigation
+    assert next_probe(0.0, False, 0, 1.0, 0.3) == stability.POLL_S  # still loading
+    assert next_probe(0.0, True, 2, 1.0, 0.3) == stability.POLL_S  # requests open
 
 
 async def test_page_info_shapes(browser: BrowserDriver, site: Site, sid: str) -> None:
