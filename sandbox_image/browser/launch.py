@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from playwright.async_api import ViewportSize
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from playwright.async_api import ViewportSize
 
 # Without the background-networking flags Chromium floods a closed network with connection attempts;
 # --no-sandbox because the container (all capabilities dropped) cannot create Chromium's own sandbox.
@@ -15,3 +18,8 @@ LAUNCH_ARGS = (
 )
 VIEWPORT: ViewportSize = {"width": 1280, "height": 720}
 LAUNCH_TIMEOUT_MS = 60_000
+
+
+def context_options(storage_state: dict[str, Any] | None) -> dict[str, Any]:
+    """Every session's context options; only a login profile's storageState (never logged) differs."""
+    return {"accept_downloads": False, "viewport": VIEWPORT, "storage_state": storage_state}
