@@ -962,7 +962,9 @@ async def bench_pool_browser(h: Harness, n: int) -> list[Series]:
         await h.call("sandbox_destroy", {"sandboxId": warm["sandboxId"]})
         for i in range(n):
             await _until(lambda: log.read_text(errors="replace").count("ready (1 of 1)") > i, "the pool")  # noqa: B023
-            await anyio.sleep(SETTLE_S)  # Chromium's launch is in the background: let it finish
+            # Chromium's launch and the spare context and tab come in the background after the agent is up:
+            # a prewarmed sandbox is one whose prewarm is done (the agent logs it).
+            await _until(lambda: _prewarmed(h), "the pooled sandbox's browser prewarm")
             _, p_data = await client_call(pooled, "sandbox_create", {})
             p_ms, _ = await client_call(
                 pooled, "browser_goto", {"sandboxId": p_data["sandboxId"], "url": "about:blank"}
@@ -977,6 +979,12 @@ async def bench_pool_browser(h: Harness, n: int) -> list[Series]:
             second.add(s_ms)
             progress(f"{b} {i + 1}/{n}: pooled+prelaunched {p_ms:.0f} ms, cold {c_ms:.0f} ms, second {s_ms:.0f} ms")
     return [pre, cold, second]
+
+
+def _prewarmed(h: Harness) -> bool:
+    """The pooled sandbox waiting in the namespace (the previous one is destroyed) has its prewarm done."""
+    flt = {"label": [f"{labels.NAMESPACE}={h.namespace}", f"{labels.POOL}=1"]}
+    return any(b"spare browser context and tab open" in c.logs() for c in h.docker.containers.list(filters=flt))
 
 
 @benchmark("fast_path", "file_read 1 KiB via MCP vs the MCP SDK's no-op tool vs docker exec cat", default_n=50)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rpc.errors import BoxwrightError, ErrorCode
 from sandbox_image.browser.background import quietly
 from sandbox_image.browser.errors import clean_message
-from sandbox_image.browser.launch import LAUNCH_ARGS, LAUNCH_TIMEOUT_MS, context_options
+from sandbox_image.browser.launch import DRIVER_NODE_OPTIONS, LAUNCH_ARGS, LAUNCH_TIMEOUT_MS, context_options
 from sandbox_image.browser.spare import Spare
 from sandbox_image.config import SandboxSettings
 
@@ -93,9 +94,7 @@ class Engine:
         for attempt in (1, 2):
             try:
                 if self._playwright is None:
-                    from playwright.async_api import async_playwright
-
-                    self._playwright = await async_playwright().start()
+                    self._playwright = await _start_driver()
                 browser = await self._playwright.chromium.launch(
                     executable_path=self.settings.chromium,
                     args=list(LAUNCH_ARGS),
@@ -142,3 +141,18 @@ class Engine:
         if browser is not None:
             await quietly(browser.close())
         await self._stop_driver()
+
+
+async def _start_driver() -> Playwright:
+    """Playwright's driver (imported only now), started with DRIVER_NODE_OPTIONS unless NODE_OPTIONS is set:
+    it copies the agent's environment when it starts, so the variable is set for that moment only."""
+    from playwright.async_api import async_playwright
+
+    had = os.environ.get("NODE_OPTIONS")
+    if had is None:
+        os.environ["NODE_OPTIONS"] = DRIVER_NODE_OPTIONS
+    try:
+        return await async_playwright().start()
+    finally:
+        if had is None:
+            os.environ.pop("NODE_OPTIONS", None)
