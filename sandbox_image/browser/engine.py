@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rpc.errors import BoxwrightError, ErrorCode
 from sandbox_image.browser.background import quietly
 from sandbox_image.browser.errors import clean_message
-from sandbox_image.browser.launch import DRIVER_NODE_OPTIONS, LAUNCH_ARGS, LAUNCH_TIMEOUT_MS, context_options
+from sandbox_image.browser.launch import DRIVER_ENV, LAUNCH_ARGS, LAUNCH_TIMEOUT_MS, context_options
 from sandbox_image.browser.spare import Spare
 from sandbox_image.config import SandboxSettings
 
@@ -144,15 +144,14 @@ class Engine:
 
 
 async def _start_driver() -> Playwright:
-    """Playwright's driver (imported only now), started with DRIVER_NODE_OPTIONS unless NODE_OPTIONS is set:
-    it copies the agent's environment when it starts, so the variable is set for that moment only."""
+    """Playwright's driver (imported only now), started with DRIVER_ENV: it copies the agent's environment
+    when it starts, so those variables are set for that moment only."""
     from playwright.async_api import async_playwright
 
-    had = os.environ.get("NODE_OPTIONS")
-    if had is None:
-        os.environ["NODE_OPTIONS"] = DRIVER_NODE_OPTIONS
+    added = {name: value for name, value in DRIVER_ENV.items() if name not in os.environ}
+    os.environ.update(added)
     try:
         return await async_playwright().start()
     finally:
-        if had is None:
-            os.environ.pop("NODE_OPTIONS", None)
+        for name in added:
+            os.environ.pop(name, None)

@@ -74,12 +74,19 @@ def _processes_of(browser_pid: int) -> list[bytes]:
     return out
 
 
+def _driver_environ(browser_pid: int) -> list[bytes]:
+    """The environment of the browser's parent: Playwright's driver."""
+    driver = int(Path(f"/proc/{browser_pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+    return Path(f"/proc/{driver}/environ").read_bytes().split(b"\0")
+
+
 @pytest.mark.chromium
 async def test_the_launched_browser_has_no_omnibox_renderer_spare_renderer_or_network_process() -> None:
     from sandbox_image.browser.service import BrowserService
 
     service = BrowserService(SandboxSettings(chromium=CHROMIUM))
     before = set(our_browser_pids())
+    before_env = {name: os.environ.get(name) for name in launch.DRIVER_ENV}
     try:
         session = service.sessions.get(None)
         tab = await session.active_tab()
@@ -92,6 +99,12 @@ async def test_the_launched_browser_has_no_omnibox_renderer_spare_renderer_or_ne
         assert len(renderers) == 1, renderers  # the tab's own; no omnibox WebUI, no idle spare
         assert not [c for c in processes if b"network.mojom.NetworkService" in c]
         assert [c for c in processes if b"--type=gpu-process" in c]  # software GL stays (WebGL, canvas)
+        # Playwright's driver (the browser's parent) got DRIVER_ENV; this process's environment did not keep it.
+        environ = _driver_environ(pid)
+        for name, value in launch.DRIVER_ENV.items():
+            if name not in os.environ:
+                assert f"{name}={value}".encode() in environ
+        assert {name: os.environ.get(name) for name in launch.DRIVER_ENV} == before_env
         cdp = await (await service.engine.browser()).new_browser_cdp_session()
         targets = (await cdp.send("Target.getTargets"))["targetInfos"]
         assert [t["url"] for t in targets if t["type"] != "page"] == []
