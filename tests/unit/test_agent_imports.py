@@ -1,8 +1,14 @@
 """An idle agent does not load the scrape engine nor Playwright (issue 12, density): they come with the
 first scrape and the first browser launch."""
 
+import os
+import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
+
+import httpx
 
 from sandbox_image.config import SandboxSettings
 
@@ -32,3 +38,32 @@ def test_the_playwright_errors_caught_are_the_ones_it_raises() -> None:
 
     assert errors.PlaywrightError is async_api.Error
     assert errors.PlaywrightTimeoutError is async_api.TimeoutError
+
+
+def test_the_agent_runs_without_openssl(agent_config: SandboxSettings) -> None:
+    """`python -m sandbox_image` keeps `ssl` (and so libssl) out: it speaks no TLS (sandbox_image/__main__.py)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = agent_config.model_copy(update={"host": "127.0.0.1", "port": port})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOXWRIGHT_")}
+    for name in SandboxSettings.model_fields:
+        value = getattr(config, name)
+        if value is not None:
+            env[SandboxSettings.env_name(name)] = str(value).lower() if isinstance(value, bool) else str(value)
+    agent = subprocess.Popen([sys.executable, "-m", "sandbox_image"], env=env, stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        else:
+            raise AssertionError("the agent did not answer /healthz")
+        maps = Path(f"/proc/{agent.pid}/maps").read_text()
+        assert "_http_parser" in maps or "aiohttp" in maps  # it is the agent, serving
+        assert "libssl" not in maps and "_ssl." not in maps
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
