@@ -61,10 +61,11 @@ LAUNCH_ARGS = (
     "--disable-features=" + ",".join(PLAYWRIGHT_DISABLED_FEATURES + LOW_MEMORY_DISABLED_FEATURES),
     "--enable-features=" + ",".join(PLAYWRIGHT_ENABLED_FEATURES + LOW_MEMORY_ENABLED_FEATURES),
 )
-# Playwright's driver (Node.js), which only relays the protocol: a 1 MiB young generation instead of up to
-# 16 MiB (~12 MiB less) and two malloc arenas instead of one per thread (~3 MiB less). Set for the driver
-# alone, when the agent starts it; a variable already set in the agent's environment wins.
-DRIVER_ENV = {"NODE_OPTIONS": "--max-semi-space-size=1", "MALLOC_ARENA_MAX": "2"}
+# Playwright's driver (Node.js), which only relays the protocol: a 2 MiB young generation instead of up to
+# 16 MiB (~10 MiB less; 1 MiB saves no more and costs more driver CPU on big pages) and two malloc arenas
+# instead of one per thread (~3 MiB less). Set for the driver alone, when the agent starts it; a variable
+# already set in the agent's environment wins.
+DRIVER_ENV = {"NODE_OPTIONS": "--max-semi-space-size=2", "MALLOC_ARENA_MAX": "2"}
 
 VIEWPORT: ViewportSize = {"width": 1280, "height": 720}
 LAUNCH_TIMEOUT_MS = 60_000
