@@ -29,8 +29,7 @@ Opened = tuple["BrowserContext", "Page"]
 
 class Spare:
     def __init__(self) -> None:
-        self._task: asyncio.Task[Opened] | None = None
-        self._context: BrowserContext | None = None  # once opened and not yet taken
+        self._task: asyncio.Task[Opened] | None = None  # None once taken or discarded
 
     def open(self, make: Callable[[], Awaitable[Opened]]) -> None:
         """Start opening the spare in the background (no-op when one is already there or on its way)."""
@@ -39,7 +38,6 @@ class Spare:
 
         async def run() -> Opened:
             context, page = await make()
-            self._context = context
             log.info("spare browser context and tab open for the first session")
             return context, page
 
@@ -61,13 +59,16 @@ class Spare:
         return self._task is task and not task.cancelled() and task.exception() is None
 
     def is_spare(self, context: BrowserContext) -> bool:
-        return context is self._context
+        """Whether `context` is the spare, opened and still waiting (a taken one is its session's)."""
+        task = self._task
+        if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+            return False
+        return task.result()[0] is context
 
     async def take(self) -> Opened | None:
         """The spare's context and page, once, waiting for them if they are still being opened; None when
         there is none (never made, taken already, failed, or its page is gone)."""
         task, self._task = self._task, None
-        self._context = None
         if task is None:
             return None
         try:
@@ -86,7 +87,6 @@ class Spare:
     def discard(self) -> None:
         """Close the spare (another kind of context came first, or the browser went away)."""
         task, self._task = self._task, None
-        self._context = None
         if task is None:
             return
         if task.done():

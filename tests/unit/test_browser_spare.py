@@ -96,3 +96,16 @@ async def test_the_spare_survives_nothing_of_a_dead_browser(warm: BrowserDriver,
     assert answer["tabId"] == "tab_1" and answer["status"] == 200
     listed = await warm.call("browser.sessions", action="list")
     assert (listed["browserContexts"], listed["browserPages"]) == (1, 1)
+
+
+async def test_a_first_call_during_the_prewarm_waits_for_the_spare_and_owns_it(site: Site) -> None:
+    driver = await prelaunched()  # no waiting: the call comes while Chromium and the spare are still opening
+    try:
+        answer = await driver.call("browser.goto", url=site.url("/"))
+        assert answer["tabId"] == "tab_1" and answer["status"] == 200
+        browser = await driver.service.engine.browser()
+        assert browser.contexts == [driver.service.sessions.get(None).context]  # the spare, not a second one
+        listed = await driver.call("browser.sessions", action="list")
+        assert (listed["browserContexts"], listed["browserPages"]) == (1, 1)  # counted as the session's now
+    finally:
+        await driver.service.on_cleanup(web.Application())
