@@ -119,8 +119,8 @@ class Settings(EnvSettings):
     )
     pool_browser: bool = Field(
         False,
-        description="Pooled sandboxes launch Chromium ahead (about 165 MB more each), so a claimed one's first "
-        "browser call skips the launch",
+        description="Pooled sandboxes launch Chromium and open their first tab ahead (about 130 MiB more each), "
+        "so a claimed one's first browser call only navigates",
     )
     pool_concurrency: int = Field(
         1, ge=1, le=8, description="Pooled sandboxes started at once while the pool refills (live creates go first)"

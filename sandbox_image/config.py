@@ -64,9 +64,9 @@ class SandboxSettings(EnvSettings):
     bash: str = Field("/bin/bash", description="Interpreter of `bash` runs")
     # The browser.
     chromium: str = Field(DEFAULT_CHROMIUM, description="The Chromium Playwright drives")
-    # Lazy by default. Measured in the sandbox image: an idle prelaunched Chromium adds ~165 MB to every
-    # sandbox (70 → 236 MB), browsing or not; launching lazily costs the first browser call ~0.7 s once
-    # (first goto ~1.0 s lazy vs ~0.4 s prelaunched; later ones ~0.07 s).
+    # Lazy by default. Measured in the sandbox image (docs/benchmarks.md): a prelaunched Chromium with its
+    # spare context and tab (browser.spare) adds ~130 MiB to every sandbox (61 → 190 MiB), browsing or not;
+    # launching lazily costs the first browser call the launch, the context and the tab once.
     browser_prelaunch: bool = Field(False, description="Launch Chromium when the agent starts, not on first use")
 
     keep_empty: ClassVar[frozenset[str]] = frozenset({"runner_socket_group"})

@@ -1,6 +1,7 @@
 """The sandbox browser: browser.* methods on one Playwright-driven Chromium.
 
-Modules: launch (launch flags), engine (the Chromium process), sessions (contexts and tabs),
+Modules: launch (launch flags), engine (the Chromium process), spare (the first context and tab opened
+ahead on a prewarmed sandbox), sessions (contexts and tabs),
 tab (one page and its events), refs (ref_N registry), aria (snapshot parser), elements (refs and
 landmarks from a snapshot), locate (selectors and their errors), navigation, interaction,
 snapshot, screenshot, scripting, dialogs, stability, page_info, content, service (shared plumbing),

@@ -1,7 +1,8 @@
 """The one Chromium of a sandbox, driven through Playwright.
 
 Launched on the first browser call, or in the background at agent start when
-the browser_prelaunch setting is on. A launch runs as a task of its own that callers await through
+the browser_prelaunch setting is on (then with a spare context and page ready for the first session:
+sandbox_image.browser.spare). A launch runs as a task of its own that callers await through
 `shield`: a caller giving up (its deadline) never leaves a half-launched browser behind, and
 concurrent first calls share one launch. When the browser process dies, the sessions are told (their
 tabs answer PAGE_CRASHED once) and the next call launches a new one.
@@ -11,16 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable
-
-from playwright.async_api import Browser, Playwright, async_playwright
+from typing import TYPE_CHECKING, Any
 
 from rpc.errors import BoxwrightError, ErrorCode
 from sandbox_image.browser.background import quietly
 from sandbox_image.browser.errors import clean_message
-from sandbox_image.browser.launch import LAUNCH_ARGS, LAUNCH_TIMEOUT_MS
+from sandbox_image.browser.launch import DRIVER_ENV, LAUNCH_ARGS, LAUNCH_TIMEOUT_MS, context_options
+from sandbox_image.browser.spare import Spare
 from sandbox_image.config import SandboxSettings
+
+if TYPE_CHECKING:  # Playwright itself is imported on the first launch (the agent starts ~7 MiB lighter)
+    from playwright.async_api import Browser, BrowserContext, Page, Playwright
 
 log = logging.getLogger("boxwright.agent.browser")
 
@@ -33,6 +38,7 @@ class Engine:
         self._browser: Browser | None = None
         self._launching: asyncio.Task[Browser] | None = None
         self._closing = False
+        self.spare = Spare()
 
     @property
     def connected(self) -> bool:
@@ -52,21 +58,43 @@ class Engine:
         """Contexts and pages open in the browser right now (what a leak would leave behind)."""
         if self._browser is None or not self._browser.is_connected():
             return 0, 0
-        contexts = self._browser.contexts
+        contexts = [c for c in self._browser.contexts if not self.spare.is_spare(c)]
         return len(contexts), sum(len(c.pages) for c in contexts)
 
     def prelaunch(self) -> None:
-        """Start launching now, in the background; failures are logged and retried on first use."""
+        """Start launching now, in the background, then open the spare context and page; failures are
+        logged and retried on first use."""
         if self._launching is None:
             self._launching = asyncio.get_running_loop().create_task(self._launch())
             self._launching.add_done_callback(lambda t: t.cancelled() or t.exception())
+        self.spare.open(self._open_spare)
+
+    async def _open_spare(self) -> tuple[BrowserContext, Page]:
+        context = await (await self.browser()).new_context(**context_options(None))
+        try:
+            return context, await context.new_page()
+        except BaseException:
+            await quietly(context.close())
+            raise
+
+    async def new_context(self, storage_state: dict[str, Any] | None) -> tuple[BrowserContext, Page | None]:
+        """A new context for a session, launching the browser if need be; with its first page already
+        open when it is the spare (a session without a login profile takes it; one with a profile closes it)."""
+        if storage_state is None:
+            taken = await self.spare.take()
+            if taken is not None:
+                return taken
+        else:
+            self.spare.discard()
+        browser = await self.browser()
+        return await browser.new_context(**context_options(storage_state)), None
 
     async def _launch(self) -> Browser:
         started = time.monotonic()
         for attempt in (1, 2):
             try:
                 if self._playwright is None:
-                    self._playwright = await async_playwright().start()
+                    self._playwright = await _start_driver()
                 browser = await self._playwright.chromium.launch(
                     executable_path=self.settings.chromium,
                     args=list(LAUNCH_ARGS),
@@ -94,6 +122,7 @@ class Engine:
         if browser is not self._browser:
             return
         self._browser = None
+        self.spare.discard()
         if not self._closing:
             log.warning("the browser disconnected (its process died); the next browser call launches a new one")
             self.on_disconnect()
@@ -112,3 +141,17 @@ class Engine:
         if browser is not None:
             await quietly(browser.close())
         await self._stop_driver()
+
+
+async def _start_driver() -> Playwright:
+    """Playwright's driver (imported only now), started with DRIVER_ENV: it copies the agent's environment
+    when it starts, so those variables are set for that moment only."""
+    from playwright.async_api import async_playwright
+
+    added = {name: value for name, value in DRIVER_ENV.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        return await async_playwright().start()
+    finally:
+        for name in added:
+            os.environ.pop(name, None)

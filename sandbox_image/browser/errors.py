@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+# The classes playwright.async_api re-exports, from the small module that defines them: importing
+# playwright.async_api itself costs the agent ~7 MiB at start, so it waits for the first launch
+# (tests/unit/test_browser_lazy_import.py checks these are still the same classes).
+from playwright._impl._errors import Error as PlaywrightError
+from playwright._impl._errors import TimeoutError as PlaywrightTimeoutError
 
 from rpc.errors import BoxwrightError, ErrorCode
 

@@ -14,10 +14,9 @@ import asyncio
 import contextlib
 import json
 import logging
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aiohttp import WSMsgType, web
-from playwright.async_api import CDPSession, Page
 from pydantic import ValidationError
 
 from rpc.deadline import Deadline
@@ -47,6 +46,9 @@ from sandbox_image.browser.service import BrowserService
 from sandbox_image.browser.sessions import Session
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
+
+if TYPE_CHECKING:
+    from playwright.async_api import CDPSession, Page
 
 log = logging.getLogger("boxwright.agent.live")
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
-
-from playwright.async_api import Locator
+from typing import TYPE_CHECKING, TypeVar
 
 from rpc.errors import BoxwrightError, ErrorCode
 from sandbox_image.browser.errors import (
@@ -25,6 +23,9 @@ from sandbox_image.browser.errors import (
 from sandbox_image.browser.refs import parse_ref
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
+
+if TYPE_CHECKING:
+    from playwright.async_api import Locator
 
 T = TypeVar("T")
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import datetime
-from typing import Any
-
-from playwright.async_api import JSHandle
+from typing import TYPE_CHECKING, Any
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import EvaluateParams, EvaluateResult
@@ -18,6 +16,9 @@ from sandbox_image.browser.background import quietly, spawn
 from sandbox_image.browser.errors import PlaywrightError, clean_message
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
+
+if TYPE_CHECKING:
+    from playwright.async_api import JSHandle
 
 MAX_RESULT_BYTES = 1_000_000
 _TYPE_OF = """v => v === null ? "null" : Array.isArray(v) ? "array"

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
-
-from playwright.async_api import BrowserContext, Page
+from typing import TYPE_CHECKING, Any
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import MAX_SESSIONS, MAX_TABS_PER_SESSION
 from sandbox_image.browser.background import close_when_done, quietly, spawn
 from sandbox_image.browser.engine import Engine
-from sandbox_image.browser.launch import VIEWPORT
 from sandbox_image.browser.tab import Tab
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, Page
 
 log = logging.getLogger("boxwright.agent.browser")
 
@@ -53,6 +53,7 @@ class Session:
         self.closed = False
         self._next_tab = 1
         self._context: BrowserContext | None = None
+        self._first_page: Page | None = None  # opened with the context (the spare's), not yet a tab
         self._context_task: asyncio.Task[BrowserContext] | None = None
         self._open_lock = asyncio.Lock()  # the tab limit check and the page creation, together
 
@@ -62,12 +63,7 @@ class Session:
 
     # -- context and pages -------------------------------------------------------------------
     async def _new_context(self) -> BrowserContext:
-        browser = await self.engine.browser()
-        context = await browser.new_context(
-            accept_downloads=False,
-            viewport=VIEWPORT,
-            storage_state=self.storage_state,  # type: ignore[arg-type]  # a storageState dict, checked by rpc
-        )
+        context, self._first_page = await self.engine.new_context(self.storage_state)
         if self.closed:
             await quietly(context.close())
             raise BoxwrightError(ErrorCode.SESSION_NOT_FOUND, f"session {self.id!r} was closed")
@@ -81,6 +77,9 @@ class Session:
             if self._context_task is None or self._context_task.done():
                 self._context_task = asyncio.get_running_loop().create_task(self._new_context())
             context = await asyncio.shield(self._context_task)
+        page, self._first_page = self._first_page, None
+        if page is not None and not page.is_closed():  # the spare's page (engine.new_context)
+            return page
         task = asyncio.get_running_loop().create_task(context.new_page())
         try:
             return await asyncio.shield(task)
@@ -167,6 +166,7 @@ class Session:
     # -- lifecycle ---------------------------------------------------------------------------
     def browser_lost(self) -> None:
         self._context = None
+        self._first_page = None
         self._context_task = None
         for tab in self.tabs.values():
             tab.mark_crashed()

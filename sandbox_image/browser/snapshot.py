@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-
-from playwright.async_api import Frame
+from typing import TYPE_CHECKING
 
 from rpc.models.browser import SnapshotParams, SnapshotResult
 from sandbox_image.browser.background import quietly, spawn
@@ -13,6 +12,9 @@ from sandbox_image.browser.elements import capture
 from sandbox_image.browser.errors import PlaywrightError
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
+
+if TYPE_CHECKING:
+    from playwright.async_api import Frame
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
 MAX_FRAMES = 20  # iframes whose text is included

@@ -20,9 +20,6 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
-from playwright.async_api import ConsoleMessage as PlaywrightConsoleMessage
-from playwright.async_api import Dialog, Frame, Page, Request, Response
-
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import ConsoleMessage, DialogInfo, FailedRequest
 from sandbox_image.browser.background import consume, quietly, spawn
@@ -30,6 +27,9 @@ from sandbox_image.browser.errors import PlaywrightError, clean_message, is_clos
 from sandbox_image.browser.refs import RefRegistry
 
 if TYPE_CHECKING:
+    from playwright.async_api import ConsoleMessage as PlaywrightConsoleMessage
+    from playwright.async_api import Dialog, Frame, Page, Request, Response
+
     from sandbox_image.browser.sessions import Session
 
 log = logging.getLogger("boxwright.agent.browser")

@@ -13,9 +13,9 @@ import asyncio
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lxml.html import HtmlElement, tostring
-from playwright.async_api import Page
 
 from sandbox_image.scrape.annotate import annotate_page
 from sandbox_image.scrape.document import Document, choose_document
@@ -25,6 +25,9 @@ from sandbox_image.scrape.main_content import content_element, implausibly_short
 from sandbox_image.scrape.markdown import to_markdown
 from sandbox_image.scrape.metadata import PageMetadata, extract_metadata
 from sandbox_image.scrape.model import Forest
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
 
 # A hidden element holding more than this share of the page's words is not hidden from readers on
 # purpose: it is a loading artefact (an anti-flicker `visibility:hidden` on <body>, an app root

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-from playwright.async_api import Page, Response
+from typing import TYPE_CHECKING
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.scrape import MAX_PAGE_BYTES
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, clean_message
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.urls import redact
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page, Response
 
 _NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-
-from playwright.async_api import Page
+from typing import TYPE_CHECKING
 
 from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_FULL_PAGE_HEIGHT, MAX_LINKS, MAX_LINKS_BYTES, MAX_SCREENSHOT_BYTES
 from sandbox_image.browser.screenshot import png_size
 from sandbox_image.browser.tab import Tab
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
 
 _PAGE_SIZE = """() => {
   const root = document.documentElement;

@@ -7,8 +7,12 @@ may use its own network-aware smart wait instead and skip this.
 
 from __future__ import annotations
 
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
+from typing import TYPE_CHECKING
+
+from sandbox_image.browser.errors import PlaywrightError
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
 
 _SETTLE = """([quietMs, maxMs]) => new Promise(resolve => {
   const started = performance.now();

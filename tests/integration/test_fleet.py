@@ -217,3 +217,62 @@ def test_concurrent_starts_make_one_namespace_network_and_a_longer_name_is_not_i
     finally:
         for net in docker_client.networks.list(names=[f"boxwright-{ns}"]):
             net.remove()
+
+
+async def test_a_prewarmed_pooled_sandbox_opens_its_first_tab_ahead_and_shows_it_like_a_cold_one(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    """BOXWRIGHT_POOL_BROWSER: the pooled sandbox's agent launched Chromium and opened the default session's
+    context and tab before the claim (issue 12: the first browser call only navigates); the claimant sees
+    what a cold sandbox shows — no session, no tab, nothing open — and its first browser_goto works."""
+    env = own_env(
+        server_env,
+        "poolbrowser",
+        tmp_path,
+        BOXWRIGHT_POOL_SIZE="1",
+        BOXWRIGHT_POOL_BROWSER="true",
+        BOXWRIGHT_NETWORK="public",
+    )
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "poolbrowser.log")
+    url = "http://127.0.0.1:8080/healthz"  # the sandbox's own agent, seen from its browser
+    try:
+        await wait_for_pool(server, 1)
+        [(pool_sid, container)] = pooled(docker_client, ns).items()
+        for _ in range(600):  # Chromium's launch and the spare run in the background after the agent is up
+            if b"spare browser context and tab open" in container.logs():  # type: ignore[attr-defined]
+                break
+            await anyio.sleep(0.2)
+        else:
+            raise AssertionError(container.logs()[-3000:])  # type: ignore[attr-defined]
+        async with http_session(server.url) as s:
+            warm = await s.ok("sandbox_create", {"name": "warm"})
+            assert warm["fromPool"] and warm["sandboxId"] == pool_sid
+            cold = await s.ok("sandbox_create", {"name": "cold", "network": "none"})  # not the pool's mode: cold
+            assert not cold["fromPool"]
+            seen: dict[str, list[dict]] = {}
+            for sid in (warm["sandboxId"], cold["sandboxId"]):
+                before = [
+                    await s.ok("browser_sessions", {"sandboxId": sid, "action": "list"}),
+                    await s.ok("browser_tabs", {"sandboxId": sid}),
+                ]
+                goto = await s.ok("browser_goto", {"sandboxId": sid, "url": url})
+                assert goto["tabId"] == "tab_1" and goto["status"] == 200, goto
+                back = await s.ok("browser_back", {"sandboxId": sid})
+                after = [
+                    await s.ok("browser_sessions", {"sandboxId": sid, "action": "list"}),
+                    await s.ok("browser_tabs", {"sandboxId": sid}),
+                ]
+                seen[sid] = [*before, back, *after]
+            assert seen[warm["sandboxId"]] == seen[cold["sandboxId"]]  # the prewarmed one looks cold
+            before_sessions, before_tabs, back, after_sessions, after_tabs = seen[warm["sandboxId"]]
+            assert before_sessions["sessions"] == [] and before_sessions["browserContexts"] == 0
+            assert before_sessions["browserPages"] == 0 and before_tabs["tabs"] == []
+            assert after_sessions["browserContexts"] == 1 and after_sessions["browserPages"] == 1
+            assert [t["tabId"] for t in after_tabs["tabs"]] == ["tab_1"]
+            [session] = after_sessions["sessions"]
+            assert (session["sessionId"], session["tabCount"], session["isDefault"]) == ("default", 1, True)
+    finally:
+        server.stop()
+    assert containers(docker_client, ns) == {}

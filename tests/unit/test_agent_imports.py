@@ -1,7 +1,14 @@
-"""An idle agent does not load the scrape engine (issue 12, density): it comes with the first scrape."""
+"""An idle agent does not load the scrape engine nor Playwright (issue 12, density): they come with the
+first scrape and the first browser launch."""
 
+import os
+import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
+
+import httpx
 
 from sandbox_image.config import SandboxSettings
 
@@ -11,12 +18,52 @@ import sys
 from sandbox_image.agent import create_agent_app
 from sandbox_image.config import SandboxSettings
 create_agent_app(SandboxSettings.model_validate_json(sys.argv[1]))
-print(sorted(m for m in ("sandbox_image.scrape.service", "lxml", "html_to_markdown") if m in sys.modules))
+lazy = ("sandbox_image.scrape.service", "lxml", "html_to_markdown", "playwright.async_api", "greenlet", "pyee")
+print(sorted(m for m in lazy if m in sys.modules))
 """
 
 
-def test_the_agent_starts_without_the_scrape_engine(agent_config: SandboxSettings) -> None:
+def test_the_agent_starts_without_the_scrape_engine_and_playwright(agent_config: SandboxSettings) -> None:
     config = agent_config.model_dump_json()
     out = subprocess.run([sys.executable, "-c", CHECK, config], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_playwright_errors_caught_are_the_ones_it_raises() -> None:
+    """sandbox_image.browser.errors takes them from the module that defines them (cheap to import)."""
+    from playwright import async_api
+
+    from sandbox_image.browser import errors
+
+    assert errors.PlaywrightError is async_api.Error
+    assert errors.PlaywrightTimeoutError is async_api.TimeoutError
+
+
+def test_the_agent_runs_without_openssl(agent_config: SandboxSettings) -> None:
+    """`python -m sandbox_image` keeps `ssl` (and so libssl) out: it speaks no TLS (sandbox_image/__main__.py)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = agent_config.model_copy(update={"host": "127.0.0.1", "port": port})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOXWRIGHT_")}
+    for name in SandboxSettings.model_fields:
+        value = getattr(config, name)
+        if value is not None:
+            env[SandboxSettings.env_name(name)] = str(value).lower() if isinstance(value, bool) else str(value)
+    agent = subprocess.Popen([sys.executable, "-m", "sandbox_image"], env=env, stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        else:
+            raise AssertionError("the agent did not answer /healthz")
+        maps = Path(f"/proc/{agent.pid}/maps").read_text()
+        assert "_http_parser" in maps or "aiohttp" in maps  # it is the agent, serving
+        assert "libssl" not in maps and "_ssl." not in maps
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
