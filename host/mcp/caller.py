@@ -26,6 +26,7 @@ class CallerResolver:
         if not isinstance(owner, str):
             # Fail closed: an HTTP request that did not pass the middleware has no identity at all.
             raise BoxwrightError(ErrorCode.UNAUTHORIZED, "the request carries no verified identity", hint=TOKEN_HINT)
-        headers = ctx.headers or {}
-        session = headers.get("mcp-session-id") or "http"
+        # Protocol 2025-11-25 and earlier: the transport's session. 2026-07-28 requests carry none, and
+        # one owner may run several clients at once: no session, so no shared default sandbox.
+        session = (ctx.headers or {}).get("mcp-session-id") or None
         return Caller(owner=owner, session=session, trust=self.http_trust)

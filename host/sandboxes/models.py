@@ -19,10 +19,12 @@ TrustLevel = Literal["local", "remote"]
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling: the owner sees only their own sandboxes; `session` scopes the default sandbox."""
+    """Who is calling: the owner sees only their own sandboxes; `session` scopes the default sandbox.
+    None: a request that belongs to no session (MCP 2026-07-28 over HTTP has none), so it has no
+    default either: without sandboxId it reaches the owner's only sandbox or is told to name one."""
 
     owner: str
-    session: str = "default"
+    session: str | None = "default"
     trust: TrustLevel = "local"
 
 

@@ -21,7 +21,7 @@ class SandboxRegistry:
     def __init__(self, locks: OwnershipLocks) -> None:
         self.locks = locks
         self._records: dict[str, SandboxRecord] = {}
-        self._defaults: dict[tuple[str, str], str] = {}  # (owner, session) -> sandbox id
+        self._defaults: dict[tuple[str, str | None], str] = {}  # (owner, session) -> sandbox id
         self._destroyed: OrderedDict[str, str] = OrderedDict()  # sandbox id -> owner
 
     def __len__(self) -> int:
@@ -54,7 +54,8 @@ class SandboxRegistry:
         self._records.clear()
 
     def make_default(self, caller: Caller, sandbox_id: str) -> None:
-        self._defaults[(caller.owner, caller.session)] = sandbox_id
+        if caller.session is not None:  # a sessionless caller's default would be every client's of the owner
+            self._defaults[(caller.owner, caller.session)] = sandbox_id
 
     def forget(self, rec: SandboxRecord, *, tombstone: bool = True) -> None:
         """The sandbox is gone: drop its record and its lock."""

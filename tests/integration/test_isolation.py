@@ -105,3 +105,27 @@ async def test_sandboxes_cannot_reach_each_other(http_server: HttpServer, tokens
             for sid in (a, b):
                 if sid:
                     await s.ok("sandbox_destroy", {"sandboxId": sid})
+
+
+async def test_clients_of_one_owner_never_share_a_default_sandbox(http_server: HttpServer, tokens: dict) -> None:
+    # MCP 2026-07-28 over HTTP has no session: two clients of one user look alike to the server. A call
+    # without sandboxId must never land in the sandbox the other client made: with one sandbox it is
+    # that one; with two the call is refused and names them.
+    async with http_session(http_server.url, tokens["alice"]) as a, http_session(http_server.url, tokens["alice"]) as b:
+        sa = (await a.ok("sandbox_create"))["sandboxId"]
+        sb = None
+        try:
+            await a.ok("file_write", {"path": "who.txt", "content": "a"})  # alice's only sandbox
+            sb = (await b.ok("sandbox_create"))["sandboxId"]
+            for client in (a, b):
+                err = await client.error("file_write", {"path": "who.txt", "content": "?"})
+                assert err.data["errorCode"] == "AMBIGUOUS_SANDBOX"
+                assert set(err.data["details"]["sandboxIds"]) == {sa, sb}
+                assert "sandboxId" in err.data["recoverHint"]
+            await b.ok("file_write", {"path": "who.txt", "content": "b", "sandboxId": sb})
+            assert (await a.ok("file_read", {"path": "who.txt", "sandboxId": sa}))["content"] == "a"
+            assert (await b.ok("file_read", {"path": "who.txt", "sandboxId": sb}))["content"] == "b"
+        finally:
+            await a.ok("sandbox_destroy", {"sandboxId": sa})
+            if sb:
+                await b.ok("sandbox_destroy", {"sandboxId": sb})
