@@ -23,7 +23,7 @@ from lxml.html import HtmlElement
 
 from sandbox_image.scrape.align import kept_blocks
 from sandbox_image.scrape.blocks import BLOCK_TAGS, Block, segment
-from sandbox_image.scrape.candidates import CANDIDATES, DEFAULT, choose
+from sandbox_image.scrape.candidates import CANDIDATES, DEFAULT, THRESHOLDS, choose
 from sandbox_image.scrape.document import Document
 from sandbox_image.scrape.features import block_features
 from sandbox_image.scrape.model import Forest, load_model, load_selector
@@ -86,7 +86,13 @@ def select_blocks(
     page = page_kind_features(document.root, url)
     rows = block_features(blocks, votes, page)
     probabilities = model.probabilities(rows)
-    chosen, flags = choose(rows, [b.words for b in blocks], probabilities, selector)
+    words = [b.words for b in blocks]
+    default_words = sum(w for w, p in zip(words, probabilities, strict=True) if p >= THRESHOLDS[DEFAULT])
+    if implausibly_short(default_words, sum(words)):
+        # The block model finds nothing plausible: that is the fallback's case (seed TC-04), not a
+        # page for a laxer threshold to scrape navigation from.
+        selector = None
+    chosen, flags = choose(rows, words, probabilities, selector)
     kept = _whole_tables(blocks, {b.index for b, k in zip(blocks, flags, strict=True) if k})
     selection = Selection(blocks, probabilities, kept, fallback=False, candidate=CANDIDATES[chosen])
     if implausibly_short(selection.kept_words, selection.page_words):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from sandbox_image.scrape import candidates
@@ -94,4 +96,20 @@ def test_select_blocks_reports_the_chosen_candidate() -> None:
     assert plain.candidate == CANDIDATES[DEFAULT]
     assert with_selector.candidate in CANDIDATES
     assert len(with_selector.blocks) == len(segment(document.root)) and not with_selector.fallback
-    assert candidates.DEFAULT == THRESHOLDS.index(0.5)
+    assert THRESHOLDS.index(0.5) == candidates.DEFAULT
+
+
+def test_a_page_the_block_model_finds_nothing_on_falls_back_whatever_the_selector_says() -> None:
+    # Seed TC-04: nothing plausible at the default threshold means the whole page, not a laxer threshold's
+    # navigation links. A block model that gives every block 0.35: nothing at 0.5, everything at 0.3.
+    lukewarm = Forest(("x",), math.log(0.35 / 0.65), (), 0.5, {})
+    document = choose_document("<html><body><nav><a href='/a'>Alpha</a> <a href='/b'>Beta</a></nav></body></html>")
+    voter_texts = {"trafilatura": "", "resiliparse": ""}
+    prefers_recall = stump("threshold", 0.3, 1.0, 0.0)
+    masks = candidate_masks([0.35])
+    assert not any(masks[DEFAULT]) and all(masks[THRESHOLDS.index(0.3)]), "the selector would have a choice"
+    eager = select_blocks(
+        document, "https://example.org/", model=lukewarm, voter_texts=voter_texts, selector=prefers_recall
+    )
+    assert eager.fallback and eager.candidate == CANDIDATES[DEFAULT]
+    assert eager.kept == {b.index for b in eager.blocks}
