@@ -675,6 +675,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SPLIT=CORPUS",
         help="train: the prepared splits to learn from, e.g. dev-rest=/path/to/wcxb/dev-rest",
     )
+    parser.add_argument(
+        "--selector",
+        action="store_true",
+        help="train: learn the per-page threshold selector (selector.json) instead of the block model",
+    )
     args = parser.parse_args(argv)
     pages = load_corpus(args.corpus, args.only)
     if args.command == "render":
@@ -699,7 +704,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def train_command(args: argparse.Namespace) -> int:
-    """Learn the block classifier from other rendered splits (never the one being scored)."""
+    """Learn the block classifier (or with --selector the threshold selector) from other rendered splits
+    (never the one being scored)."""
     import scrape_train
 
     rows = []
@@ -712,6 +718,17 @@ def train_command(args: argparse.Namespace) -> int:
         used[split] = len(pages)
     if not rows:
         raise SystemExit("train: give --train-on SPLIT=CORPUS (rendered first)")
+    if args.selector:
+        selector_info = {
+            "trained_on": used,
+            "target": "word F1 gain of each threshold candidate over threshold 0.5",
+            "probabilities": f"out-of-fold block model, {scrape_train.SELECTOR_FOLDS} folds grouped by site",
+            "regressor": "sklearn HistGradientBoostingRegressor (defaults, random_state=0)",
+            "margin": scrape_train.SELECTOR_MARGIN,
+        }
+        selector = scrape_train.train_selector(rows, selector_info)
+        print(f"selector: {len(selector.trees)} trees on {len(selector.features)} features", file=sys.stderr)
+        return 0
     info = {
         "trained_on": used,
         "blocks": sum(len(r.labels) for r in rows),

@@ -22,16 +22,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from sandbox_image.scrape import candidates  # noqa: E402
 from sandbox_image.scrape.align import kept_blocks  # noqa: E402
 from sandbox_image.scrape.blocks import segment  # noqa: E402
 from sandbox_image.scrape.document import choose_document  # noqa: E402
 from sandbox_image.scrape.features import block_features  # noqa: E402
-from sandbox_image.scrape.model import MODEL_PATH, Forest, from_sklearn  # noqa: E402
+from sandbox_image.scrape.model import MODEL_PATH, SELECTOR_PATH, Forest, from_sklearn  # noqa: E402
 from sandbox_image.scrape.page_kind import page_kind_features  # noqa: E402
 from sandbox_image.scrape.voters import run_voters  # noqa: E402
 
@@ -70,6 +72,8 @@ class PageRows:
     words: list[int]
     features: list[dict[str, float]]
     labels: list[bool]
+    site: str = ""  # host without www.: cross-validation folds never split a site
+    gold: str = ""  # the page's ground-truth main content (training targets only)
 
 
 def page_rows(page: Any, cache: Path, split: str, load_rendered: Any) -> PageRows:
@@ -85,7 +89,8 @@ def page_rows(page: Any, cache: Path, split: str, load_rendered: Any) -> PageRow
         sum(1 for w in _WORD.findall(b.text.lower()) if gold[w]) >= LABEL_PURITY * max(b.words, 1) for b in blocks
     ]
     features = block_features(blocks, votes, page_kind_features(document.root, page.url))
-    return PageRows(page.file_id, texts, [b.words for b in blocks], features, labels)
+    site = (urlsplit(page.url).hostname or "").removeprefix("www.")
+    return PageRows(page.file_id, texts, [b.words for b in blocks], features, labels, site, page.main_content)
 
 
 def fit(rows: list[PageRows], features: list[str] | None = None) -> tuple[Any, list[str]]:
@@ -104,5 +109,74 @@ def fit(rows: list[PageRows], features: list[str] | None = None) -> tuple[Any, l
 def train(rows: list[PageRows], info: dict[str, Any], path: Path = MODEL_PATH) -> Forest:
     model, names = fit(rows)
     forest = from_sklearn(model, names, THRESHOLD, info)
+    path.write_text(json.dumps(forest.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
+    return forest
+
+
+# The selector (candidates.py): folds by site, default settings, and the margin a candidate's predicted
+# gain over the default must exceed.
+SELECTOR_FOLDS = 5
+SELECTOR_MARGIN = 0.02
+
+
+def word_f1(predicted: str, reference: str) -> float:
+    """WCXB's word-level F1 (as benchmarks/scrape_quality.py scores pages)."""
+    pred, ref = Counter(_WORD.findall(predicted.lower())), Counter(_WORD.findall(reference.lower()))
+    if not ref or not pred:
+        return float(not ref and not pred)
+    overlap = sum((pred & ref).values())
+    return 2 * overlap / (sum(pred.values()) + sum(ref.values()))
+
+
+def out_of_fold_probabilities(rows: list[PageRows], folds: int = SELECTOR_FOLDS) -> list[list[float]]:
+    """Block probabilities for each page from a block model that never saw the page's site."""
+    import numpy as np
+    from sklearn.model_selection import GroupKFold
+
+    out: list[list[float]] = [[] for _ in rows]
+    usable = [i for i, r in enumerate(rows) if r.features]
+    for train_idx, test_idx in GroupKFold(n_splits=folds).split(usable, groups=[rows[i].site for i in usable]):
+        model, names = fit([rows[usable[i]] for i in train_idx])
+        for i in test_idx:
+            r = rows[usable[i]]
+            x = np.array([[f.get(n, 0.0) for n in names] for f in r.features])
+            out[usable[i]] = [float(v) for v in model.predict_proba(x)[:, 1]]
+    return out
+
+
+def selector_rows(
+    rows: list[PageRows], probabilities: list[list[float]]
+) -> tuple[list[dict[str, float]], list[float], list[str]]:
+    """Per candidate of each page: its features, its F1 gain over the default, the page's site."""
+    features: list[dict[str, float]] = []
+    gains: list[float] = []
+    sites: list[str] = []
+    for r, probs in zip(rows, probabilities, strict=True):
+        if not r.features:
+            continue
+        masks = candidates.candidate_masks(probs)
+        f1 = [word_f1("\n".join(t for t, k in zip(r.texts, m, strict=True) if k), r.gold) for m in masks]
+        features += candidates.candidate_features(r.features, r.words, probs, masks)
+        gains += [v - f1[candidates.DEFAULT] for v in f1]
+        sites += [r.site] * len(masks)
+    return features, gains, sites
+
+
+def train_selector(
+    rows: list[PageRows],
+    info: dict[str, Any],
+    path: Path = SELECTOR_PATH,
+    probabilities: list[list[float]] | None = None,
+) -> Forest:
+    """Learn the per-page candidate selector from out-of-fold block probabilities (by site)."""
+    import numpy as np
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    probabilities = probabilities or out_of_fold_probabilities(rows)
+    features, gains, _sites = selector_rows(rows, probabilities)
+    names = sorted({k for f in features for k in f})
+    x = np.array([[f.get(n, 0.0) for n in names] for f in features])
+    model = HistGradientBoostingRegressor(random_state=SEED).fit(x, np.array(gains))
+    forest = from_sklearn(model, names, SELECTOR_MARGIN, info)
     path.write_text(json.dumps(forest.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
     return forest

@@ -23,9 +23,10 @@ from lxml.html import HtmlElement
 
 from sandbox_image.scrape.align import kept_blocks
 from sandbox_image.scrape.blocks import BLOCK_TAGS, Block, segment
+from sandbox_image.scrape.candidates import CANDIDATES, DEFAULT, THRESHOLDS, choose
 from sandbox_image.scrape.document import Document
 from sandbox_image.scrape.features import block_features
-from sandbox_image.scrape.model import Forest, load_model
+from sandbox_image.scrape.model import Forest, load_model, load_selector
 from sandbox_image.scrape.page_kind import page_kind_features
 from sandbox_image.scrape.voters import run_voters
 
@@ -41,6 +42,7 @@ class Selection:
     probabilities: list[float]
     kept: set[int]
     fallback: bool  # the page was returned whole (nothing plausible was found)
+    candidate: str = CANDIDATES[DEFAULT]  # which candidate selection (candidates.py) was chosen
 
     @property
     def kept_words(self) -> int:
@@ -65,12 +67,16 @@ def select_blocks(
     lang: str = "",
     model: Forest | None = None,
     voter_texts: Mapping[str, str] | None = None,
+    selector: Forest | None = None,
+    use_selector: bool = True,
 ) -> Selection:
     """Which blocks of the document are main content (with the fallback rule applied).
 
-    `voter_texts` lets the benchmark reuse the voters' answers it cached for this very document.
+    `voter_texts` lets the benchmark reuse the voters' answers it cached for this very document;
+    `use_selector=False` keeps the block model's default threshold on every page (no stacking).
     """
     model = model or load_model()
+    selector = (selector or load_selector()) if use_selector else None
     blocks = segment(document.root)
     if not blocks:
         return Selection(blocks, [], set(), fallback=True)
@@ -78,10 +84,17 @@ def select_blocks(
     answers = voter_texts if voter_texts is not None else run_voters(document.html(), url, lang)
     votes = {name: kept_blocks(texts, text) for name, text in answers.items()}
     page = page_kind_features(document.root, url)
-    probabilities = model.probabilities(block_features(blocks, votes, page))
-    kept = {b.index for b, p in zip(blocks, probabilities, strict=True) if p >= model.threshold}
-    kept = _whole_tables(blocks, kept)
-    selection = Selection(blocks, probabilities, kept, fallback=False)
+    rows = block_features(blocks, votes, page)
+    probabilities = model.probabilities(rows)
+    words = [b.words for b in blocks]
+    default_words = sum(w for w, p in zip(words, probabilities, strict=True) if p >= THRESHOLDS[DEFAULT])
+    if implausibly_short(default_words, sum(words)):
+        # The block model finds nothing plausible: that is the fallback's case (seed TC-04), not a
+        # page for a laxer threshold to scrape navigation from.
+        selector = None
+    chosen, flags = choose(rows, words, probabilities, selector)
+    kept = _whole_tables(blocks, {b.index for b, k in zip(blocks, flags, strict=True) if k})
+    selection = Selection(blocks, probabilities, kept, fallback=False, candidate=CANDIDATES[chosen])
     if implausibly_short(selection.kept_words, selection.page_words):
         selection.kept = {b.index for b in blocks}
         selection.fallback = True

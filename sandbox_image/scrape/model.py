@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 MODEL_PATH = Path(__file__).with_name("model.json")
+SELECTOR_PATH = Path(__file__).with_name("selector.json")
 
 # One tree as parallel tuples; a node is a leaf when its feature index is -1.
 Tree = tuple[tuple[int, ...], tuple[float, ...], tuple[int, ...], tuple[int, ...], tuple[float, ...]]
@@ -30,8 +31,8 @@ class Forest:
     threshold: float
     info: Mapping[str, object]
 
-    def probabilities(self, rows: Sequence[Mapping[str, float]]) -> list[float]:
-        """P(main content) per feature row; a feature the row lacks counts as 0."""
+    def scores(self, rows: Sequence[Mapping[str, float]]) -> list[float]:
+        """The trees' raw sum per feature row (a regressor's prediction); a missing feature counts as 0."""
         names = self.features
         out = []
         for row in rows:
@@ -42,8 +43,12 @@ class Forest:
                 while feature[i] >= 0:
                     i = left[i] if x[feature[i]] <= threshold[i] else right[i]
                 score += value[i]
-            out.append(1.0 / (1.0 + math.exp(-max(min(score, 50.0), -50.0))))
+            out.append(score)
         return out
+
+    def probabilities(self, rows: Sequence[Mapping[str, float]]) -> list[float]:
+        """P(main content) per feature row (a binary classifier's trees)."""
+        return [1.0 / (1.0 + math.exp(-max(min(s, 50.0), -50.0))) for s in self.scores(rows)]
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -82,8 +87,16 @@ def load_model(path: Path = MODEL_PATH) -> Forest:
     return Forest.from_json(json.loads(path.read_text(encoding="utf-8")))
 
 
+@cache
+def load_selector(path: Path = SELECTOR_PATH) -> Forest | None:
+    """The per-page candidate selector (candidates.py), or None when none is shipped."""
+    if not path.exists():
+        return None
+    return Forest.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
 def from_sklearn(model: object, features: Sequence[str], threshold: float, info: Mapping[str, object]) -> Forest:
-    """Convert a fitted binary HistGradientBoostingClassifier (benchmark side only)."""
+    """Convert a fitted binary HistGradientBoostingClassifier or a HistGradientBoostingRegressor (benchmark side)."""
     baseline = float(model._baseline_prediction.ravel()[0])  # type: ignore[attr-defined]
     trees = []
     for (predictor,) in model._predictors:  # type: ignore[attr-defined]
