@@ -30,7 +30,7 @@ def check_capacity(settings: Settings, registry: SandboxRegistry, caller: Caller
 
 def workspace_mb(settings: Settings, requested: int | None) -> int | None:
     """The workspace size limit a new sandbox gets (None when the server enforces none); INVALID_PARAMETER
-    above the server's maximum, and on swarm for any size asked for (no limit can be enforced there)."""
+    above the server's maximum, and for any size asked for where no limit is enforced (swarm, or quota off)."""
     if settings.backend == "swarm":
         # A swarm task's node is chosen after its volumes are described, so no loop-device filesystem can
         # be made for it first (docs/fleet.md): a size that would only be echoed back is refused.
@@ -43,6 +43,13 @@ def workspace_mb(settings: Settings, requested: int | None) -> int | None:
             )
         return None
     if settings.workspace_quota == "off":
+        # Echoing a size that nothing enforces would let a caller believe their sandbox is bounded.
+        if requested is not None:
+            raise invalid_parameter(
+                "workspaceMb",
+                f"workspaces have no size limit on this server ({settings.env_name('workspace_quota')}=off)",
+                hint="leave workspaceMb out: the workspace is bounded only by the host's disk",
+            )
         return None
     if requested is not None and requested > settings.max_workspace_mb:
         raise invalid_parameter(

@@ -371,7 +371,14 @@ async def test_workspace_size_defaults_and_is_bounded(host_settings: Settings, f
         await m.close()
     unlimited = SandboxManager(host_settings.replace(workspace_quota="off"), fake)
     try:
-        assert (await unlimited.create(ALICE, workspace_mb=64)).workspace_mb is None
+        # Quota off: no limit is made, so a size asked for is refused (nothing starts) rather than ignored.
+        before = len(fake.list_sandboxes("unit"))
+        with pytest.raises(BoxwrightError) as info:
+            await unlimited.create(ALICE, workspace_mb=64)
+        assert error_of(info) is ErrorCode.INVALID_PARAMETER and "leave workspaceMb out" in info.value.hint
+        assert "BOXWRIGHT_WORKSPACE_QUOTA=off" in str(info.value)
+        assert len(fake.list_sandboxes("unit")) == before and len(unlimited.registry) == 0
+        assert (await unlimited.create(ALICE)).workspace_mb is None
     finally:
         await unlimited.close()
 
