@@ -231,7 +231,12 @@ class DockerBackend(SandboxBackend):
                 security_opt=["no-new-privileges:true"],
                 read_only=True,
                 tmpfs={"/run": "rw,size=1m", "/tmp": "rw,size=1m"},
-                labels={labels.NAMESPACE: self.settings.namespace, labels.ROLE: "netguard", labels.SERVER: server_id},
+                labels={
+                    labels.NAMESPACE: self.settings.namespace,
+                    labels.ROLE: "netguard",
+                    labels.SERVER: server_id,
+                    labels.INSTANCE: self.settings.instance,
+                },
                 mem_limit="128m",
                 pids_limit=32,
             )
@@ -263,7 +268,9 @@ class DockerBackend(SandboxBackend):
 
     def _remove_leftover_guards(self, server_id: str, grace_s: float) -> None:
         """Finished guards of a server killed while one ran: ours, and others' finished `grace_s` ago
-        (a live server may be reading its guard's report right now; running guards are never touched)."""
+        (a live server may be reading its guard's report right now; running guards are never touched).
+        Ours means this identity *and* this instance: on a swarm, servers on other hosts may share the
+        identity, and one of them may be reading its just-finished guard on this node."""
         found = self.client.containers.list(
             all=True,
             ignore_removed=True,
@@ -275,7 +282,8 @@ class DockerBackend(SandboxBackend):
         now = datetime.now(UTC)
         for c in found:
             finished = _docker_time(c.attrs.get("State", {}).get("FinishedAt"))
-            if c.labels.get(labels.SERVER) == server_id or (finished and now - finished > timedelta(seconds=grace_s)):
+            ours = c.labels.get(labels.SERVER) == server_id and c.labels.get(labels.INSTANCE) == self.settings.instance
+            if ours or (finished and now - finished > timedelta(seconds=grace_s)):
                 self._remove_container(c.id or "")
 
     def inspect(self, container_id: str) -> ContainerInfo | None:

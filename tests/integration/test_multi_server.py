@@ -179,3 +179,38 @@ def strings(value: object) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in strings(v)]
     return []
+
+
+def test_the_guard_sweep_takes_only_this_instances_finished_guards_at_once(
+    namespace: str, image: str, docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    """Finished network guards left by a killed server: the sweep removes its own at once — own meaning
+    this identity *and* this host's instance, since on a swarm a server on another host with the same
+    identity may be reading its just-finished guard on this node — and anyone else's only after the grace."""
+    from host.backends.docker_backend import DockerBackend
+    from host.config import Settings
+
+    ns = f"{namespace}-guards"
+    backend = DockerBackend(Settings(namespace=ns, state_dir=tmp_path / "state", instance_id="host-a"), docker_client)
+
+    def finished_guard(server: str, instance: str) -> str:
+        tags = {labels.NAMESPACE: ns, labels.ROLE: "netguard", labels.SERVER: server, labels.INSTANCE: instance}
+        c = docker_client.containers.run(image, entrypoint=["true"], detach=True, network_mode="none", labels=tags)
+        assert c.wait(timeout=60)["StatusCode"] == 0
+        return c.id or ""
+
+    def left() -> set[str]:
+        in_ns = {"label": f"{labels.NAMESPACE}={ns}"}
+        return {c.id or "" for c in docker_client.containers.list(all=True, ignore_removed=True, filters=in_ns)}
+
+    try:
+        ours = finished_guard("srv-x", "host-a")
+        same_identity_other_host = finished_guard("srv-x", "host-b")
+        other_server = finished_guard("srv-y", "host-a")
+        assert left() == {ours, same_identity_other_host, other_server}
+        backend.sweep_leftovers("srv-x", set(), grace_s=600)
+        assert left() == {same_identity_other_host, other_server}
+        backend.sweep_leftovers("srv-x", set(), grace_s=0)  # past the grace, anyone's finished guard goes
+        assert left() == set()
+    finally:
+        remove_namespace(docker_client, ns)
