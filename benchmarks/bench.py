@@ -93,7 +93,9 @@ BARE_PLAYWRIGHT = """
 import asyncio, functools, http.server, json, os, sys, tempfile, threading, time
 from playwright.async_api import async_playwright
 from sandbox_image.browser.launch import LAUNCH_ARGS, VIEWPORT
+import os
 from sandbox_image.config import DEFAULT_CHROMIUM
+CHROMIUM = os.environ.get("BOXWRIGHT_CHROMIUM", DEFAULT_CHROMIUM)  # the image's: the one the agent drives
 
 mode, n, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 ms = lambda t: (time.perf_counter() - t) * 1000
@@ -102,7 +104,7 @@ async def cold(out):
     for _ in range(n):
         t = time.perf_counter()
         async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, args=list(LAUNCH_ARGS))
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=list(LAUNCH_ARGS))
             page = await (await browser.new_context(viewport=VIEWPORT)).new_page()
             await page.goto("about:blank")
             out["first"].append(ms(t))
@@ -122,7 +124,7 @@ async def page(out):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Quiet, directory=root))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, args=list(LAUNCH_ARGS))
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=list(LAUNCH_ARGS))
         tab = await (await browser.new_context(viewport=VIEWPORT)).new_page()
         for i in range(n + 1):
             t = time.perf_counter()
@@ -187,7 +189,9 @@ BARE_BATCH = (
 import asyncio, json, sys, tempfile, threading, time
 from playwright.async_api import async_playwright
 from sandbox_image.browser.launch import LAUNCH_ARGS, VIEWPORT
+import os
 from sandbox_image.config import DEFAULT_CHROMIUM
+CHROMIUM = os.environ.get("BOXWRIGHT_CHROMIUM", DEFAULT_CHROMIUM)  # the image's: the one the agent drives
 
 passes, n, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 root = tempfile.mkdtemp()
@@ -198,7 +202,7 @@ threading.Thread(target=server.serve_forever, daemon=True).start()
 async def main():
     out = []
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, args=list(LAUNCH_ARGS))
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=list(LAUNCH_ARGS))
         context = await browser.new_context(viewport=VIEWPORT)
         for p in range(passes + 1):
             t = time.perf_counter()
