@@ -1000,6 +1000,92 @@ def _prewarmed(h: Harness) -> bool:
     return any(b"spare browser context and tab open" in c.logs() for c in h.docker.containers.list(filters=flt))
 
 
+# pool_refill: the refill policies compared, each a server of its own (variant -> its environment).
+def _refill_policy(delay_s: str, shares: str) -> dict[str, str]:
+    return {"BOXWRIGHT_POOL_REFILL_DELAY": delay_s, "BOXWRIGHT_POOL_CPU_SHARES": shares}
+
+
+REFILL_POLICIES = {
+    "refill at once, normal weight (the old pool)": _refill_policy("0", "0"),
+    "refill at once, pooled at low weight": _refill_policy("0", "128"),
+    "refill 2 s after the claim, normal weight": _refill_policy("2", "0"),
+    "refill 2 s after the claim, pooled at low weight (default)": _refill_policy("2", "128"),
+}
+FIRST_CALLS = 8  # the claimant's calls timed right after its claim
+
+
+def _pools_quiet(h: Harness, count: int) -> bool:
+    """Every server's pooled sandbox is started and prewarmed (the claimed ones are destroyed by then)."""
+    flt = {"label": [f"{labels.NAMESPACE}={h.namespace}", f"{labels.POOL}=1"]}
+    found = h.docker.containers.list(filters=flt)
+    return len(found) == count and all(b"spare browser context and tab open" in c.logs() for c in found)
+
+
+@benchmark("pool_refill", "The claimant's first calls while the pool refills, per refill policy", default_n=5)
+async def bench_pool_refill(h: Harness, n: int) -> list[Series]:
+    """One server per refill policy (REFILL_POLICIES), each with a pool of one prewarmed sandbox
+    (BOXWRIGHT_POOL_BROWSER). In turn, once every pool is full and prewarmed and 1 s has passed (nothing
+    else starting): a claim, then at once the claimant's first FIRST_CALLS calls — browser_goto
+    about:blank, code_run print(1), then browser_goto again — while that server's pool refills by its
+    policy. The order of the policies rotates every round."""
+    h.require_tools("browser_goto")
+    b = "pool_refill"
+    rows: dict[str, list[Series]] = {
+        name: Series.group(
+            b,
+            "ms",
+            f"claim (sandbox_create): {name}",
+            f"first browser_goto: {name}",
+            f"first code_run: {name}",
+            f"slowest of the first {FIRST_CALLS} calls: {name}",
+        )
+        for name in REFILL_POLICIES
+    }
+    warm = await h.call("sandbox_create", {})  # makes the namespace network first (see pool_create)
+    async with contextlib.AsyncExitStack() as stack:
+        servers = {}
+        for i, (name, env) in enumerate(REFILL_POLICIES.items()):
+            servers[name] = await stack.enter_async_context(
+                extra_server(
+                    h,
+                    f"pool-refill-{i}",
+                    h.server_command(),
+                    BOXWRIGHT_POOL_SIZE="1",
+                    BOXWRIGHT_POOL_BROWSER="true",
+                    **env,
+                )
+            )
+        await h.call("sandbox_destroy", {"sandboxId": warm["sandboxId"]})
+        names = list(REFILL_POLICIES)
+        for i in range(n):
+            for name in names[i % len(names) :] + names[: i % len(names)]:
+                await _until(lambda: _pools_quiet(h, len(names)), "every pool full and prewarmed", timeout_s=300)
+                await anyio.sleep(1.0)
+                server = servers[name]
+                claim_ms, data = await client_call(server, "sandbox_create", {})
+                if not data.get("fromPool"):
+                    raise BenchError(f"{name}: the pooled server started a sandbox cold")
+                sid = data["sandboxId"]
+                calls = [
+                    ("browser_goto", {"sandboxId": sid, "url": "about:blank"}),
+                    ("code_run", {"sandboxId": sid, "language": "python", "code": CODE}),
+                ]
+                calls += [calls[0]] * (FIRST_CALLS - len(calls))
+                times = [(await client_call(server, tool, args))[0] for tool, args in calls]
+                await client_call(server, "sandbox_destroy", {"sandboxId": sid})
+                claim, goto, run, slowest = rows[name]
+                claim.add(claim_ms)
+                goto.add(times[0])
+                run.add(times[1])
+                slowest.add(max(times))
+                load = os.getloadavg()[0]
+                progress(
+                    f"{b} {i + 1}/{n} {name}: claim {claim_ms:.1f} ms, goto {times[0]:.0f} ms, "
+                    f"code_run {times[1]:.0f} ms, slowest {max(times):.0f} ms (load {load:.1f})"
+                )
+    return [series for group in rows.values() for series in group]
+
+
 @benchmark("fast_path", "file_read 1 KiB via MCP vs the MCP SDK's no-op tool vs docker exec cat", default_n=50)
 async def bench_fast_path(h: Harness, n: int) -> list[Series]:
     """The same 1 KiB file through file_read (MCP stdio), the official SDK's round trip for a tool that

@@ -125,6 +125,20 @@ class Settings(EnvSettings):
     pool_concurrency: int = Field(
         1, ge=1, le=8, description="Pooled sandboxes started at once while the pool refills (live creates go first)"
     )
+    pool_refill_delay: float = Field(
+        2.0,
+        ge=0,
+        le=60,
+        description="Seconds after a claim before the pool starts its replacement, so that the claimant's first "
+        "calls do not share the CPUs with a sandbox starting",
+    )
+    pool_cpu_shares: int = Field(
+        128,
+        ge=0,
+        le=1024,
+        description="CPU weight (Docker `cpu_shares`, normal 1024) of a pooled sandbox while it waits, raised to "
+        "the normal weight at its claim: a refill yields the CPUs to live sandboxes (0: normal weight throughout)",
+    )
     internal_allow_hosts: Annotated[list[str] | None, NoDecode] = Field(
         None,
         description="Internal ranges or hostnames (private, loopback, link-local, CGNAT, this host's) callers may "
@@ -249,6 +263,13 @@ class Settings(EnvSettings):
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("pool_cpu_shares")
+    @classmethod
+    def _docker_weight(cls, value: int) -> int:
+        if value == 1:
+            raise ValueError("Docker's smallest CPU weight is 2 (0: the normal weight throughout)")
         return value
 
     @field_validator("adopt_instances")

@@ -19,6 +19,7 @@ class StartSpec:
     env: dict[str, str] = field(repr=False)
     server_id: str = ""
     workspace_mb: int | None = None  # the workspace's size limit (None: the backend's default)
+    cpu_shares: int | None = None  # its CPU weight while it waits in the warm pool (None: the normal weight)
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,10 @@ class SandboxBackend(Protocol):
     def ping(self) -> None: ...
 
     def image_exists(self, image: str) -> bool: ...
+
+    def set_cpu_shares(self, container_id: str, shares: int) -> None:
+        """Change a running sandbox's CPU weight (a claimed pooled sandbox gets the normal one back)."""
+        ...
 
     def start(self, spec: StartSpec) -> ContainerInfo: ...
 

@@ -105,6 +105,10 @@ class DockerBackend(SandboxBackend):
             return False
         return True
 
+    def set_cpu_shares(self, container_id: str, shares: int) -> None:
+        with contextlib.suppress(docker.errors.NotFound):  # removed meanwhile (e.g. it failed its claim)
+            self.client.api.update_container(container_id, cpu_shares=shares)
+
     @property
     def network_name(self) -> str:
         return f"boxwright-{self.settings.namespace}"
@@ -175,7 +179,7 @@ class DockerBackend(SandboxBackend):
         Public so that measurements (benchmarks/bench.py) start exactly the container a sandbox is.
         Creates the namespace network on first use.
         """
-        return {
+        kwargs = {
             **hardened(Limits.of(self.settings)),
             "detach": True,
             "name": opaque_name(),
@@ -186,6 +190,9 @@ class DockerBackend(SandboxBackend):
             "network": self._ensure_network(),
             "restart_policy": {"Name": "no"},
         }
+        if spec.cpu_shares:
+            kwargs["cpu_shares"] = spec.cpu_shares
+        return kwargs
 
     def start_code_runner(self, container_id: str, secret: str) -> None:
         """Start the code runner daemon as the `runner` user, handing it `secret` (host.backends.runner).

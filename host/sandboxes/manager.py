@@ -274,6 +274,8 @@ class SandboxManager:
                 env=env,
                 server_id=self.identity.server_id,
                 workspace_mb=rec.workspace_mb,
+                # Waiting in the pool at a low CPU weight: its start yields the CPUs to live sandboxes.
+                cpu_shares=(s.pool_cpu_shares or None) if rec.pooled else None,
             )
             rec.attach(await anyio.to_thread.run_sync(self.backend.start, spec))
             await report(3, "applying the network policy; waiting for the agent and the code runner")

@@ -12,8 +12,11 @@ a template run's throw-away sandbox, through host.sandboxes.jobs) hands one out 
   allowlists, and other workspace sizes) are started cold.
 - A pooled sandbox that fails its claim or a health check (the authenticated sandbox.info, the code
   runner connected) is removed and replaced, never handed out.
-- Refilled in the background, at most `pool_concurrency` starts at once, and only while no live
-  create is in flight: live calls go first.
+- Refills yield to live work: at most `pool_concurrency` starts at once, only while no live create is
+  in flight, and only `pool_refill_delay` after the last claim, so that the claimant's first calls do
+  not share the CPUs with a sandbox starting. A pooled sandbox also waits at a low CPU weight
+  (`pool_cpu_shares`); its claim gives it the normal weight back, in the background (the engine's
+  update takes ~15 ms, more than the rest of the claim) while the agent is claimed.
 - A restarted server adopts the pooled sandboxes an earlier one left (by their labels; reconcile hands
   them here), up to the pool's size; a graceful stop drains the pool (or hands it over with
   BOXWRIGHT_KEEP_ON_EXIT).
@@ -25,14 +28,17 @@ a template run's throw-away sandbox, through host.sandboxes.jobs) hands one out 
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import secrets
+import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import anyio
 
 from host.agent_client import AgentEndpoint
+from host.backends.hardening import NORMAL_CPU_SHARES
 from host.sandboxes import limits
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from host.sandboxes.overlay import Overlay
@@ -66,6 +72,10 @@ class WarmPool:
         self._starting: set[str] = set()
         self._wake = anyio.Event()
         self._closing = False
+        self._last_claim = float("-inf")  # time.monotonic() of the last claim: refills wait pool_refill_delay
+        # The claimed sandboxes' weight is raised off the claim's path; a refill waits for it.
+        self._weights = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool-weight")
+        self._raising: set[concurrent.futures.Future[None]] = set()
 
     # -- what it holds -----------------------------------------------------------------------
     def ready(self) -> list[SandboxRecord]:
@@ -95,6 +105,7 @@ class WarmPool:
         passes its claim — then the caller starts one cold."""
         while self._ready:
             pooled = self._ready.pop(0)
+            self._last_claim = time.monotonic()
             self.poke()
             assert pooled.container_id is not None
             if not await anyio.to_thread.run_sync(self.manager.backend.try_claim, pooled.container_id, self.claimant):
@@ -103,6 +114,7 @@ class WarmPool:
                 log.info("pooled sandbox %s was taken by another server", pooled.id)
                 self.manager.registry.unclaim(pooled.id)
                 continue
+            self._raise_weight(pooled)
             try:
                 return await self._hand_over(pooled, caller, name=name, ttl_s=ttl_s, job=job)
             except BoxwrightError as exc:
@@ -152,6 +164,30 @@ class WarmPool:
         rec.status = SandboxStatus.RUNNING
         return rec
 
+    def _raise_weight(self, rec: SandboxRecord) -> None:
+        """Give a claimed sandbox the normal CPU weight back, off the claim's path (see module doc)."""
+        if not self.settings.pool_cpu_shares or rec.container_id is None or self._closing:
+            return
+        future = self._weights.submit(self._set_normal_weight, rec.id, rec.container_id)
+        self._raising.add(future)
+        future.add_done_callback(self._raising.discard)
+
+    def _set_normal_weight(self, sandbox_id: str, container_id: str) -> None:
+        try:
+            self.manager.backend.set_cpu_shares(container_id, NORMAL_CPU_SHARES)
+        except Exception as exc:  # it runs, only slower under load: not worth failing anything for
+            log.warning("could not give sandbox %s the normal CPU weight: %s", sandbox_id, exc)
+
+    async def _yield_to_claims(self) -> None:
+        """Before a refill starts a sandbox: wait until the last claim is pool_refill_delay old and the claimed
+        sandboxes have their normal CPU weight back."""
+        wait = self._last_claim + self.settings.pool_refill_delay - time.monotonic()
+        if wait > 0:
+            await anyio.sleep(wait)
+        pending = [f for f in self._raising if not f.done()]
+        if pending:
+            await anyio.to_thread.run_sync(concurrent.futures.wait, pending)
+
     # -- refill and health -------------------------------------------------------------------
     async def run(self) -> None:
         """Forever: keep the pool full, and check the pooled sandboxes every reap interval."""
@@ -170,8 +206,9 @@ class WarmPool:
     async def _refill(self) -> None:
         async def worker() -> None:
             while self._deficit() > 0 and not self._closing:
+                await self._yield_to_claims()
                 await self.manager.no_live_creates()  # live creates go first
-                if self._deficit() <= 0:
+                if self._deficit() <= 0 or self._closing:
                     return
                 try:
                     await self.start_one()
@@ -254,6 +291,7 @@ class WarmPool:
     async def drain(self) -> None:
         """Graceful stop: remove every pooled sandbox (those still starting remove themselves)."""
         self._closing = True
+        self._weights.shutdown(wait=False)
         ready, self._ready = self._ready, []
         async with anyio.create_task_group() as tg:
             for rec in ready:
@@ -262,6 +300,7 @@ class WarmPool:
     def hand_over(self) -> None:
         """Stop with BOXWRIGHT_KEEP_ON_EXIT: leave the pooled sandboxes for the next server to adopt."""
         self._closing = True
+        self._weights.shutdown(wait=False)
         for rec in self._ready:
             self.manager.registry.locks.release(rec.id, forget=False)
         self._ready = []

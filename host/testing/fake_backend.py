@@ -57,6 +57,8 @@ class FakeContainer:
     serving: asyncio.Task[None] | None = None
     unpaused: asyncio.Event = field(default_factory=asyncio.Event)
 
+    cpu_shares: int | None = None
+
     def info(self) -> ContainerInfo:
         url = self.agent_url if self.status in ("running", "paused") else None
         return ContainerInfo(self.container_id, self.sandbox_id, self.status, dict(self.labels), url)
@@ -131,6 +133,11 @@ class FakeBackend(SandboxBackend):
     def image_exists(self, image: str) -> bool:
         return self.images is None or image in self.images
 
+    def set_cpu_shares(self, container_id: str, shares: int) -> None:
+        container = self._containers.get(container_id)
+        if container is not None:
+            container.cpu_shares = shares
+
     def start(self, spec: StartSpec) -> ContainerInfo:
         if not self.image_exists(spec.image):
             raise BoxwrightError(ErrorCode.IMAGE_NOT_FOUND, f"sandbox image {spec.image} is not built")
@@ -152,6 +159,7 @@ class FakeBackend(SandboxBackend):
             labels={**IMAGE_LABELS, **spec.labels},  # the engine adds the image's labels to the container's
             settings=settings,
             volume=f"boxwright-{spec.sandbox_id}-workspace",
+            cpu_shares=spec.cpu_shares,
         )
         container.unpaused.set()
         self._run(self._serve_agent(container))

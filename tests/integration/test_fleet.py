@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -273,6 +274,51 @@ async def test_a_prewarmed_pooled_sandbox_opens_its_first_tab_ahead_and_shows_it
             assert [t["tabId"] for t in after_tabs["tabs"]] == ["tab_1"]
             [session] = after_sessions["sessions"]
             assert (session["sessionId"], session["tabCount"], session["isDefault"]) == ("default", 1, True)
+    finally:
+        server.stop()
+    assert containers(docker_client, ns) == {}
+
+
+def cpu_shares(container: object) -> int:
+    container.reload()  # type: ignore[attr-defined]
+    return int(container.attrs["HostConfig"]["CpuShares"])  # type: ignore[attr-defined]
+
+
+async def test_a_refill_yields_to_the_claimant_low_cpu_weight_until_claimed_and_a_delay_after_it(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    """Issue 12: refills never starve live work. A pooled sandbox waits at a low CPU weight (the engine's
+    cpu_shares), its claim gives it the normal one back, and the refill starts only pool_refill_delay
+    after the claim; cold sandboxes have the normal weight."""
+    delay = 6.0
+    env = own_env(server_env, "poolweight", tmp_path, BOXWRIGHT_POOL_SIZE="1", BOXWRIGHT_POOL_REFILL_DELAY=str(delay))
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "poolweight.log")
+    try:
+        await wait_for_pool(server, 1)
+        [(pool_sid, container)] = pooled(docker_client, ns).items()
+        assert cpu_shares(container) == 128  # the default BOXWRIGHT_POOL_CPU_SHARES
+        async with http_session(server.url) as s:
+            claimed = await s.ok("sandbox_create", {"name": "claimed"})
+            claimed_at = time.monotonic()
+            assert claimed["fromPool"] and claimed["sandboxId"] == pool_sid
+            for _ in range(100):  # raised in the background, right after the claim
+                if cpu_shares(container) == 1024:
+                    break
+                await anyio.sleep(0.05)
+            assert cpu_shares(container) == 1024
+            run = await s.ok("code_run", {"sandboxId": pool_sid, "language": "python", "code": "print(6*7)"})
+            assert run["stdout"] == "42\n"
+            await anyio.sleep(1.0)
+            assert time.monotonic() - claimed_at < delay - 1  # else this check would say nothing
+            assert set(pooled(docker_client, ns)) == {pool_sid}  # no refill started within the delay
+            await wait_for_pool(server, 1)
+            assert time.monotonic() - claimed_at >= delay - 0.5
+            [refilled] = set(pooled(docker_client, ns)) - {pool_sid}
+            assert cpu_shares(containers(docker_client, ns)[refilled]) == 128
+            cold = await s.ok("sandbox_create", {"name": "cold", "network": "none"})
+            assert not cold["fromPool"] and cpu_shares(containers(docker_client, ns)[cold["sandboxId"]]) == 1024
     finally:
         server.stop()
     assert containers(docker_client, ns) == {}

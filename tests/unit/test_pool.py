@@ -273,3 +273,33 @@ async def test_pool_browser_prelaunches_chromium_in_pooled_sandboxes_only(
         assert not cold.pooled and not fake.container(cold.id).settings.browser_prelaunch
     finally:
         await mgr.close()
+
+
+async def test_a_refill_waits_after_a_claim_and_pooled_sandboxes_wait_at_a_low_cpu_weight(
+    pool_settings: Settings, fake: FakeBackend
+) -> None:
+    """Refills yield to live work: the claimant's first calls do not share the CPUs with a sandbox starting
+    (the refill starts pool_refill_delay after the claim), and a pooled sandbox weighs little until claimed."""
+    settings = pool_settings.replace(pool_size=1, reap_interval=0.05, pool_refill_delay=1.0, pool_cpu_shares=64)
+    mgr = SandboxManager(settings, fake)
+    await mgr.start()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(mgr.pool.run)
+            await pool_holds(mgr, 1)
+            [waiting] = mgr.pool.ready()
+            assert fake.container(waiting.id).cpu_shares == 64
+            cold = await mgr.create(ALICE, network=NetworkPolicy(mode="none"))
+            assert fake.container(cold.id).cpu_shares is None  # the normal weight (hardening's)
+            claimed_at = anyio.current_time()
+            taken = await mgr.create(ALICE)
+            assert taken.id == waiting.id
+            await anyio.sleep(0.6)  # well past a reap interval, within the delay: nothing started yet
+            assert mgr.pool.ready() == [] and not mgr.pool._starting
+            assert fake.container(taken.id).cpu_shares == 1024  # raised in the background right away
+            await pool_holds(mgr, 1)
+            assert anyio.current_time() - claimed_at >= 1.0
+            assert fake.container(mgr.pool.ready()[0].id).cpu_shares == 64
+            tg.cancel_scope.cancel()
+    finally:
+        await mgr.close()
