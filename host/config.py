@@ -82,7 +82,9 @@ class Settings(EnvSettings):
         description="The server's identity, ownership locks, template runs and their artifacts "
         "(default `$XDG_STATE_HOME/boxwright`)",
     )
-    max_sandboxes: int = Field(20, ge=1, description="Sandboxes of this server, all owners together")
+    max_sandboxes: int = Field(
+        20, ge=1, description="Sandboxes this server runs, all owners together, the warm pool's included"
+    )
     max_sandboxes_per_owner: int = Field(5, ge=1, description="Sandboxes of one owner")
     max_memory_per_owner: str | None = Field(
         None,
@@ -115,7 +117,7 @@ class Settings(EnvSettings):
         ge=0,
         le=100,
         description="Sandboxes kept started and ready for sandbox_create and template runs, of the default "
-        "network mode (0: no pool); on top of BOXWRIGHT_MAX_SANDBOXES",
+        "network mode (0: no pool); counted in BOXWRIGHT_MAX_SANDBOXES, refilled only while there is room",
     )
     pool_browser: bool = Field(
         False,

@@ -173,6 +173,8 @@ class SandboxManager:
             if self.pool.serves(network, workspace):
                 rec = await self.pool.claim(caller, name=name, ttl_s=ttl, job=job)
             if rec is None:
+                if (room := self.pool.make_room()) is not None:  # the pool counts against max_sandboxes
+                    await self.pool.discard(room, "making room for a live sandbox under the server's maximum")
                 rec = self.new_record(
                     caller.owner, name=name, ttl_s=ttl, network=network, job=job, workspace_mb=workspace
                 )

@@ -17,6 +17,9 @@ a template run's throw-away sandbox, through host.sandboxes.jobs) hands one out 
   not share the CPUs with a sandbox starting. A pooled sandbox also waits at a low CPU weight
   (`pool_cpu_shares`); its claim gives it the normal weight back, in the background (the engine's
   update takes ~15 ms, more than the rest of the claim) while the agent is claimed.
+- The pool counts against BOXWRIGHT_MAX_SANDBOXES (the most sandboxes the server runs): it refills only
+  while live + pooled < max, a claim moves one from pool to live, and a cold create that would go past
+  the maximum first drains a pooled one. So it never keeps a live create out.
 - A restarted server adopts the pooled sandboxes an earlier one left (by their labels; reconcile hands
   them here), up to the pool's size; a graceful stop drains the pool (or hands it over with
   BOXWRIGHT_KEEP_ON_EXIT).
@@ -94,7 +97,17 @@ class WarmPool:
         )
 
     def _deficit(self) -> int:
-        return self.size - len(self._ready) - len(self._starting)
+        """How many more the pool may start: up to its size, and while live + pooled < max_sandboxes."""
+        room = self.settings.max_sandboxes - len(self.manager.registry)
+        return min(self.size, room) - len(self._ready) - len(self._starting)
+
+    def make_room(self) -> SandboxRecord | None:
+        """Before a cold create: when live + pooled would pass max_sandboxes, take one pooled sandbox out (the
+        caller removes it) — the pool never keeps a live create out."""
+        held = len(self._ready) + len(self._starting)
+        if self._ready and len(self.manager.registry) + held >= self.settings.max_sandboxes:
+            return self._ready.pop()
+        return None
 
     def poke(self) -> None:
         self._wake.set()
@@ -240,6 +253,8 @@ class WarmPool:
             self._starting.discard(rec.id)
         if self._closing:
             await self._discard(rec, "server shutdown")
+        elif len(self.manager.registry) + len(self._ready) >= self.settings.max_sandboxes:
+            await self._discard(rec, "no room under the server's maximum (live sandboxes took it)")
         else:
             self._ready.append(rec)
             log.info("warm pool: sandbox %s ready (%d of %d)", rec.id, len(self._ready), self.size)
@@ -260,7 +275,10 @@ class WarmPool:
         return None if info.codeRunnerReady else "code runner down"
 
     async def check(self) -> None:
-        """Replace every pooled sandbox that fails its health check."""
+        """Replace every pooled sandbox that fails its health check; drain those past the server's maximum
+        (live sandboxes adopted after a restart may have taken their room)."""
+        while self._ready and len(self.manager.registry) + len(self._ready) > self.settings.max_sandboxes:
+            await self._discard(self._ready.pop(), "no room under the server's maximum")
         for rec in list(self._ready):
             why = await self.healthy(rec)
             if why is not None and rec in self._ready:  # a claim may have taken it meanwhile
@@ -304,6 +322,10 @@ class WarmPool:
         for rec in self._ready:
             self.manager.registry.locks.release(rec.id, forget=False)
         self._ready = []
+
+    async def discard(self, rec: SandboxRecord, reason: str) -> None:
+        """Remove a pooled sandbox taken out of the pool (see make_room); the refill replaces it when there is room."""
+        await self._discard(rec, reason)
 
     async def _discard(self, rec: SandboxRecord, reason: str) -> None:
         with anyio.CancelScope(shield=True):

@@ -322,3 +322,37 @@ async def test_a_refill_yields_to_the_claimant_low_cpu_weight_until_claimed_and_
     finally:
         server.stop()
     assert containers(docker_client, ns) == {}
+
+
+async def test_the_pool_counts_against_max_sandboxes(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    """BOXWRIGHT_MAX_SANDBOXES is the most sandboxes a server runs, its warm pool's included: the pool
+    refills only while there is room, and a create past the maximum is refused."""
+    env = own_env(
+        server_env,
+        "poolmax",
+        tmp_path,
+        BOXWRIGHT_POOL_SIZE="2",
+        BOXWRIGHT_MAX_SANDBOXES="2",
+        BOXWRIGHT_POOL_REFILL_DELAY="0",
+    )
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "poolmax.log")
+    try:
+        await wait_for_pool(server, 2)
+        async with http_session(server.url) as s:
+            first = await s.ok("sandbox_create", {"name": "first"})
+            assert first["fromPool"]
+            for _ in range(100):  # the refill would start at once (no delay): give it time to be wrong
+                await anyio.sleep(0.05)
+            assert len(containers(docker_client, ns)) == 2  # live 1 + pooled 1: no refill past the maximum
+            second = await s.ok("sandbox_create", {"name": "second"})
+            assert second["fromPool"]
+            refused = await s.error("sandbox_create", {"name": "third"})
+            assert refused.code == "SANDBOX_LIMIT_REACHED" and refused.data["details"]["scope"] == "server", refused
+            assert len(containers(docker_client, ns)) == 2
+    finally:
+        server.stop()
+    assert containers(docker_client, ns) == {}

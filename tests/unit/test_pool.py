@@ -303,3 +303,35 @@ async def test_a_refill_waits_after_a_claim_and_pooled_sandboxes_wait_at_a_low_c
             tg.cancel_scope.cancel()
     finally:
         await mgr.close()
+
+
+async def test_the_pool_counts_against_max_sandboxes(pool_settings: Settings, fake: FakeBackend) -> None:
+    """BOXWRIGHT_MAX_SANDBOXES is the most sandboxes the server runs: the pool refills only while live +
+    pooled < max, a claim moves one from the pool to live, and a cold create drains a pooled one for room."""
+    mgr = SandboxManager(pool_settings.replace(max_sandboxes=3, max_sandboxes_per_owner=5), fake)
+    await mgr.start()
+    try:
+
+        def running() -> int:
+            return len(fake.list_sandboxes("unit"))
+
+        await mgr.pool._refill()
+        assert len(mgr.pool.ready()) == 2 and running() == 2
+        await mgr.create(ALICE)  # live 1, pool 1: room for one more
+        await mgr.pool._refill()
+        assert len(mgr.pool.ready()) == 2 and running() == 3
+        await mgr.create(ALICE)  # live 2, pool 1: full
+        await mgr.pool._refill()
+        assert len(mgr.pool.ready()) == 1 and running() == 3
+        cold = await mgr.create(ALICE, network=NetworkPolicy(mode="none"))  # drains the pooled one
+        assert not cold.pooled and mgr.pool.ready() == [] and running() == 3
+        await mgr.pool._refill()
+        assert mgr.pool.ready() == [] and running() == 3
+        with pytest.raises(BoxwrightError) as full:
+            await mgr.create(ALICE)
+        assert full.value.code is ErrorCode.SANDBOX_LIMIT_REACHED and full.value.details["scope"] == "server"
+        await mgr.destroy(ALICE, cold.id)
+        await mgr.pool._refill()
+        assert len(mgr.pool.ready()) == 1 and running() == 3
+    finally:
+        await mgr.close()
