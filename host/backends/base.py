@@ -29,12 +29,18 @@ class ContainerInfo:
     status: str  # docker's: created, running, paused, restarting, exited, dead, removing
     labels: dict[str, str] = field(repr=False)
     agent_url: str | None  # when running: http://<bridge address>:8080 or http://127.0.0.1:<published port>
+    image_id: str = ""  # the id of the image it runs ("": the backend cannot tell)
 
 
 class SandboxBackend(Protocol):
     def ping(self) -> None: ...
 
     def image_exists(self, image: str) -> bool: ...
+
+    def image_id(self, image: str) -> str | None:
+        """The id the image name stands for now (None: missing, or the backend cannot tell): the warm pool
+        hands out no sandbox of another image id."""
+        ...
 
     def set_cpu_shares(self, container_id: str, shares: int) -> None:
         """Change a running sandbox's CPU weight (a claimed pooled sandbox gets the normal one back)."""

@@ -105,6 +105,12 @@ class DockerBackend(SandboxBackend):
             return False
         return True
 
+    def image_id(self, image: str) -> str | None:
+        try:
+            return self.client.images.get(image).id
+        except docker.errors.ImageNotFound:
+            return None
+
     def set_cpu_shares(self, container_id: str, shares: int) -> None:
         with contextlib.suppress(docker.errors.NotFound):  # removed meanwhile (e.g. it failed its claim)
             self.client.api.update_container(container_id, cpu_shares=shares)
@@ -378,6 +384,7 @@ class DockerBackend(SandboxBackend):
             status=container.status,
             labels=lab,
             agent_url=self._agent_url(container),
+            image_id=str(container.attrs.get("Image") or ""),
         )
 
     def _agent_url(self, container: Container) -> str | None:

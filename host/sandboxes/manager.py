@@ -107,6 +107,10 @@ class SandboxManager:
         self._no_creates.set()
         self.listeners: list[CallListener] = []
 
+    @property
+    def image_provider(self) -> ImageProvider | None:
+        return self._image_provider
+
     # -- lifecycle of the manager ------------------------------------------------------------
     async def start(self) -> None:
         await anyio.to_thread.run_sync(self.backend.ping)

@@ -20,6 +20,9 @@ a template run's throw-away sandbox, through host.sandboxes.jobs) hands one out 
 - The pool counts against BOXWRIGHT_MAX_SANDBOXES (the most sandboxes the server runs): it refills only
   while live + pooled < max, a claim moves one from pool to live, and a cold create that would go past
   the maximum first drains a pooled one. So it never keeps a live create out.
+- A pooled sandbox of another image id than the configured image's now (the image was rebuilt, or the
+  server restarted with another one) is drained and replaced, never handed out or adopted; claimed
+  sandboxes of an old image are their owners' and left alone.
 - A restarted server adopts the pooled sandboxes an earlier one left (by their labels; reconcile hands
   them here), up to the pool's size; a graceful stop drains the pool (or hands it over with
   BOXWRIGHT_KEEP_ON_EXIT).
@@ -79,6 +82,7 @@ class WarmPool:
         # The claimed sandboxes' weight is raised off the claim's path; a refill waits for it.
         self._weights = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool-weight")
         self._raising: set[concurrent.futures.Future[None]] = set()
+        self._image_id: str | None = None  # the configured image's id, once known (see current_image_id)
 
     # -- what it holds -----------------------------------------------------------------------
     def ready(self) -> list[SandboxRecord]:
@@ -116,11 +120,16 @@ class WarmPool:
     async def claim(self, caller: Caller, *, name: str | None, ttl_s: int, job: str | None) -> SandboxRecord | None:
         """A pooled sandbox made `caller`'s (added to the registry), or None when the pool has none that
         passes its claim — then the caller starts one cold."""
+        image_id = await self.current_image_id() if self._ready else None
         while self._ready:
             pooled = self._ready.pop(0)
             self._last_claim = time.monotonic()
             self.poke()
             assert pooled.container_id is not None
+            if self.stale(pooled, image_id):
+                log.info("pooled sandbox %s runs an old image: replaced, not handed out", pooled.id)
+                await self._discard(pooled, "an old image")
+                continue
             if not await anyio.to_thread.run_sync(self.manager.backend.try_claim, pooled.container_id, self.claimant):
                 # Another process of this identity (a server on another host of the swarm) took it first:
                 # it is theirs now, so it is neither handed out nor removed here.
@@ -153,6 +162,7 @@ class WarmPool:
             container_id=pooled.container_id,
             runner_secret=pooled.runner_secret,
             workspace_mb=pooled.workspace_mb,
+            image_id=pooled.image_id,
         )
         assert pooled.endpoint is not None
         rec.endpoint = AgentEndpoint(pooled.endpoint.base_url, rec.token)
@@ -200,6 +210,21 @@ class WarmPool:
         pending = [f for f in self._raising if not f.done()]
         if pending:
             await anyio.to_thread.run_sync(concurrent.futures.wait, pending)
+
+    async def current_image_id(self) -> str | None:
+        """The id of the configured image — once the image provider (which may rebuild it at the server's
+        start) has had its say; None when the backend cannot tell. Kept, and read again by each check."""
+        if self._image_id is None:
+            provider = self.manager.image_provider
+            if provider is not None:
+                await provider()
+            self._image_id = await anyio.to_thread.run_sync(self.manager.backend.image_id, self.settings.image) or ""
+        return self._image_id or None
+
+    @staticmethod
+    def stale(rec: SandboxRecord, image_id: str | None) -> bool:
+        """Started from another image than the configured one now (unknown on either side: not stale)."""
+        return bool(image_id and rec.image_id and rec.image_id != image_id)
 
     # -- refill and health -------------------------------------------------------------------
     async def run(self) -> None:
@@ -275,12 +300,14 @@ class WarmPool:
         return None if info.codeRunnerReady else "code runner down"
 
     async def check(self) -> None:
-        """Replace every pooled sandbox that fails its health check; drain those past the server's maximum
-        (live sandboxes adopted after a restart may have taken their room)."""
+        """Replace every pooled sandbox that fails its health check or runs an old image; drain those past the
+        server's maximum (live sandboxes adopted after a restart may have taken their room)."""
         while self._ready and len(self.manager.registry) + len(self._ready) > self.settings.max_sandboxes:
             await self._discard(self._ready.pop(), "no room under the server's maximum")
+        if self._image_id is not None:  # known: read again (the image may have been rebuilt meanwhile)
+            self._image_id = await anyio.to_thread.run_sync(self.manager.backend.image_id, self.settings.image) or ""
         for rec in list(self._ready):
-            why = await self.healthy(rec)
+            why = "an old image" if self.stale(rec, self._image_id) else await self.healthy(rec)
             if why is not None and rec in self._ready:  # a claim may have taken it meanwhile
                 self._ready.remove(rec)
                 log.warning("warm pool: sandbox %s is unhealthy (%s): replaced", rec.id, why)
@@ -291,6 +318,12 @@ class WarmPool:
         """After a restart: keep an earlier server's pooled sandbox (its lock is claimed) if the pool has
         room and it is healthy; False means the caller removes it."""
         if self._closing or self._deficit() <= 0:
+            return False
+        # Not through the image provider: the server is starting and must not wait for a build here. Should
+        # that build re-point the image afterwards, the claim and the check see it.
+        image_id = await anyio.to_thread.run_sync(self.manager.backend.image_id, self.settings.image)
+        if self.stale(rec, image_id):
+            log.info("warm pool: not adopting %s (an old image)", rec.id)
             return False
         self._starting.add(rec.id)  # counted while checked
         try:

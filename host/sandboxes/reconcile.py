@@ -179,7 +179,7 @@ class Reconciler:
             reason = "no published agent port"
         elif self.unclaimed(rec):
             if self.pool is None or not await self.pool.adopt(rec):
-                reason = "pooled, and the warm pool has no room for it (or it is unhealthy)"
+                reason = "pooled, and the warm pool has no room for it (or it is unhealthy, or of an old image)"
             else:
                 return
         else:

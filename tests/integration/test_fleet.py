@@ -4,7 +4,10 @@ scrape served from it), pause and resume across a SIGKILL, idle that spares real
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import secrets
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +21,7 @@ from host import identity, labels
 from host.backends.docker_backend import DockerBackend
 from host.config import Settings
 from tests.integration import test_lifecycle
-from tests.integration.conftest import HttpServer, own_env
+from tests.integration.conftest import HttpServer, own_env, remove_namespace
 from tests.integration.mcp_helpers import http_session
 from tests.integration.test_lifecycle import containers
 
@@ -356,3 +359,61 @@ async def test_the_pool_counts_against_max_sandboxes(
     finally:
         server.stop()
     assert containers(docker_client, ns) == {}
+
+
+async def test_a_restarted_server_drains_pooled_sandboxes_of_an_old_image_and_keeps_claimed_ones(
+    server_env: dict, image: str, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    """Issue 12: a pooled sandbox is never handed out from a stale image. The server's image tag points at
+    an older image id (a tiny derived image: same content and source hash, another id) for the first
+    server; the second starts after the tag moved to the test image: it adopts no pooled sandbox of the
+    old id (they are removed and replaced) and hands out only new ones, while the sandbox a user claimed
+    from the old image stays theirs and keeps working."""
+    current = docker_client.images.get(image)
+    repo, tag = "boxwright-test-stale", secrets.token_hex(4)
+    old, _ = docker_client.images.build(
+        fileobj=io.BytesIO(f"FROM {image}\nLABEL io.boxwright.test-stale={tag}\n".encode()),
+        tag=f"{repo}:{tag}",
+        rm=True,
+    )
+    assert old.id != current.id
+    env = own_env(server_env, "stale", tmp_path, BOXWRIGHT_POOL_SIZE="2", BOXWRIGHT_IMAGE=f"{repo}:{tag}")
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    try:
+        first = HttpServer(env, tmp_path / "first.log", ["--keep-sandboxes"])
+        try:
+            await wait_for_pool(first, 2)
+            async with http_session(first.url) as s:
+                users = await s.ok("sandbox_create", {"name": "users"})
+                await s.ok("file_write", {"sandboxId": users["sandboxId"], "path": "kept.txt", "content": "mine"})
+            await wait_for_pool(first, 2)
+        finally:
+            first.stop()  # graceful, keeping its sandboxes: the pool is handed over
+        before = {sid: c.attrs["Image"] for sid, c in pooled(docker_client, ns).items()}  # type: ignore[attr-defined]
+        assert len(before) == 3 and set(before.values()) == {old.id}
+        old_pool = set(before) - {users["sandboxId"]}
+
+        assert current.tag(repo, tag)  # the tag moves to another image id, as a rebuild does
+        second = HttpServer(env, tmp_path / "second.log")
+        try:
+            await wait_for_pool(second, 2)
+            now = {sid: c.attrs["Image"] for sid, c in pooled(docker_client, ns).items()}  # type: ignore[attr-defined]
+            assert not old_pool & set(now)  # the old pool was removed, not adopted
+            assert now[users["sandboxId"]] == old.id  # the user's sandbox is left alone
+            assert {i for sid, i in now.items() if sid != users["sandboxId"]} == {current.id}
+            assert "an old image" in second.log()
+            async with http_session(second.url) as s:
+                fresh = await s.ok("sandbox_create", {"name": "fresh"})
+                assert fresh["fromPool"] and fresh["sandboxId"] not in old_pool
+                assert containers(docker_client, ns)[fresh["sandboxId"]].attrs["Image"] == current.id  # type: ignore[attr-defined]
+                kept = await s.ok("file_read", {"sandboxId": users["sandboxId"], "path": "kept.txt"})
+                assert kept["content"] == "mine"
+        finally:
+            second.stop()
+        assert containers(docker_client, ns) == {}
+    finally:
+        remove_namespace(docker_client, ns)
+        docker_client.images.remove(f"{repo}:{tag}")
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            docker_client.images.remove(old.id)

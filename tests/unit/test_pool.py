@@ -305,6 +305,42 @@ async def test_a_refill_waits_after_a_claim_and_pooled_sandboxes_wait_at_a_low_c
         await mgr.close()
 
 
+async def test_a_pooled_sandbox_of_an_old_image_is_drained_never_handed_out_and_claimed_ones_stay(
+    pool_settings: Settings, fake: FakeBackend
+) -> None:
+    first = SandboxManager(pool_settings.replace(keep_on_exit=True), fake)
+    await first.start()
+    await first.pool._refill()
+    claimed = await first.create(ALICE, name="users")
+    old_pooled = first.pool.ready()[0]
+    assert claimed.image_id == old_pooled.image_id == f"sha256:{pool_settings.image}"
+    await first.close()  # hands everything over
+    fake.image_ids[pool_settings.image] = "sha256:rebuilt"  # the image was rebuilt between the two servers
+
+    second = SandboxManager(pool_settings, fake)
+    await second.start()
+    try:
+        assert second.pool.ready() == []  # not adopted
+        assert old_pooled.id not in {c.sandbox_id for c in fake.list_sandboxes("unit")}  # and removed
+        assert second.resolve(ALICE, claimed.id).image_id == claimed.image_id  # the owner's: left alone
+        await second.pool._refill()
+        fresh = await second.create(BOB)
+        assert fresh.pooled and fresh.image_id == "sha256:rebuilt"
+        # Rebuilt again while the server runs: the check drains the pool before anyone gets one.
+        fake.image_ids[pool_settings.image] = "sha256:again"
+        await second.pool.check()
+        assert second.pool.ready() == []
+        await second.pool._refill()
+        assert {r.image_id for r in second.pool.ready()} == {"sha256:again"}
+        # Between a rebuild and the next check, a claim still hands out no old one.
+        fake.image_ids[pool_settings.image] = "sha256:third"
+        second.pool._image_id = "sha256:third"  # what the check would have read
+        cold = await second.create(BOB)
+        assert not cold.pooled and second.pool.ready() == []
+    finally:
+        await second.close()
+
+
 async def test_the_pool_counts_against_max_sandboxes(pool_settings: Settings, fake: FakeBackend) -> None:
     """BOXWRIGHT_MAX_SANDBOXES is the most sandboxes the server runs: the pool refills only while live +
     pooled < max, a claim moves one from the pool to live, and a cold create drains a pooled one for room."""
