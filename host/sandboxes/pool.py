@@ -191,9 +191,8 @@ class WarmPool:
         """Give a claimed sandbox the normal CPU weight back, off the claim's path (see module doc)."""
         if not self.settings.pool_cpu_shares or rec.container_id is None or self._closing:
             return
-        future = self._weights.submit(self._set_normal_weight, rec.id, rec.container_id)
-        self._raising.add(future)
-        future.add_done_callback(self._raising.discard)
+        self._raising = {f for f in self._raising if not f.done()}  # only this (the event loop's) thread
+        self._raising.add(self._weights.submit(self._set_normal_weight, rec.id, rec.container_id))
 
     def _set_normal_weight(self, sandbox_id: str, container_id: str) -> None:
         try:
@@ -207,9 +206,9 @@ class WarmPool:
         wait = self._last_claim + self.settings.pool_refill_delay - time.monotonic()
         if wait > 0:
             await anyio.sleep(wait)
-        pending = [f for f in self._raising if not f.done()]
-        if pending:
-            await anyio.to_thread.run_sync(concurrent.futures.wait, pending)
+        self._raising = {f for f in self._raising if not f.done()}
+        if self._raising:
+            await anyio.to_thread.run_sync(concurrent.futures.wait, list(self._raising))
 
     async def current_image_id(self) -> str | None:
         """The id of the configured image — once the image provider (which may rebuild it at the server's
