@@ -21,7 +21,7 @@ from docker.models.containers import Container
 
 from host import labels, netinfo
 from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
-from host.backends.hardening import AGENT_PORT_SPEC, Limits, hardened
+from host.backends.hardening import AGENT_PORT_SPEC, NORMAL_CPU_SHARES, Limits, hardened
 from host.backends.runner import start_code_runner
 from host.backends.workspace import WorkspaceDisks
 from host.config import Settings
@@ -196,8 +196,8 @@ class DockerBackend(SandboxBackend):
             "network": self._ensure_network(),
             "restart_policy": {"Name": "no"},
         }
-        if spec.cpu_shares:
-            kwargs["cpu_shares"] = spec.cpu_shares
+        if self.settings.pool_cpu_shares:  # pooled ones wait at a low weight: every other one gets the normal one
+            kwargs["cpu_shares"] = spec.cpu_shares or NORMAL_CPU_SHARES
         return kwargs
 
     def start_code_runner(self, container_id: str, secret: str) -> None:

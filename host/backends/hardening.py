@@ -15,9 +15,9 @@ from rpc.agent import AGENT_PORT
 AGENT_UID, RUNNER_UID, SANDBOX_GID = 1000, 1001, 1500
 AGENT_PORT_SPEC = f"{AGENT_PORT}/tcp"
 CODE_RUNNER_CMD = ["python3", "-m", "sandbox_image.code.daemon", "--take-over"]  # see host.backends.runner
-# Docker's normal CPU weight. Every sandbox is given it explicitly rather than left unset, so that a pooled
-# sandbox (started with a lower one, host.sandboxes.pool) raised to it at its claim weighs exactly what a
-# cold one does — on cgroup v2 an explicit 1024 and "unset" map to different weights.
+# Docker's normal CPU weight. With BOXWRIGHT_POOL_CPU_SHARES every sandbox is given it explicitly rather than
+# left unset (host.backends.docker_backend), so that a pooled sandbox raised to it at its claim weighs exactly
+# what a cold one does — on cgroup v2 an explicit 1024 and "unset" map to different weights.
 NORMAL_CPU_SHARES = 1024
 
 
@@ -28,7 +28,6 @@ class Limits:
     shm_size: str
     tmp_size: str
     nano_cpus: int | None = None
-    cpu_shares: int = NORMAL_CPU_SHARES
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:
@@ -61,7 +60,6 @@ def hardened(limits: Limits) -> dict[str, Any]:
         "pids_limit": limits.pids_limit,
         "mem_limit": limits.mem_limit,
         "memswap_limit": limits.mem_limit,
-        "cpu_shares": limits.cpu_shares,
         "ports": {AGENT_PORT_SPEC: ("127.0.0.1", None)},
     }
     if limits.nano_cpus:

@@ -14,9 +14,10 @@ a template run's throw-away sandbox, through host.sandboxes.jobs) hands one out 
   runner connected) is removed and replaced, never handed out.
 - Refills yield to live work: at most `pool_concurrency` starts at once, only while no live create is
   in flight, and only `pool_refill_delay` after the last claim, so that the claimant's first calls do
-  not share the CPUs with a sandbox starting. A pooled sandbox also waits at a low CPU weight
-  (`pool_cpu_shares`); its claim gives it the normal weight back, in the background (the engine's
-  update takes ~15 ms, more than the rest of the claim) while the agent is claimed.
+  not share the CPUs with a sandbox starting. With `pool_cpu_shares` (off by default: no measured gain)
+  a pooled sandbox also waits at a low CPU weight; its claim gives it the normal weight back, in the
+  background (the engine's update takes ~15 ms, more than the rest of the claim) while the agent is
+  claimed.
 - The pool counts against BOXWRIGHT_MAX_SANDBOXES (the most sandboxes the server runs): it refills only
   while live + pooled < max, a claim moves one from pool to live, and a cold create that would go past
   the maximum first drains a pooled one. So it never keeps a live create out.

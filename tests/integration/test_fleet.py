@@ -290,18 +290,25 @@ def cpu_shares(container: object) -> int:
 async def test_a_refill_yields_to_the_claimant_low_cpu_weight_until_claimed_and_a_delay_after_it(
     server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
 ) -> None:
-    """Issue 12: refills never starve live work. A pooled sandbox waits at a low CPU weight (the engine's
-    cpu_shares), its claim gives it the normal one back, and the refill starts only pool_refill_delay
-    after the claim; cold sandboxes have the normal weight."""
+    """Issue 12: refills never starve live work. The refill starts only pool_refill_delay after the claim;
+    with BOXWRIGHT_POOL_CPU_SHARES a pooled sandbox waits at a low CPU weight (the engine's cpu_shares),
+    its claim gives it the normal one back, and cold sandboxes have the normal weight."""
     delay = 6.0
-    env = own_env(server_env, "poolweight", tmp_path, BOXWRIGHT_POOL_SIZE="1", BOXWRIGHT_POOL_REFILL_DELAY=str(delay))
+    env = own_env(
+        server_env,
+        "poolweight",
+        tmp_path,
+        BOXWRIGHT_POOL_SIZE="1",
+        BOXWRIGHT_POOL_REFILL_DELAY=str(delay),
+        BOXWRIGHT_POOL_CPU_SHARES="128",
+    )
     ns = env["BOXWRIGHT_NAMESPACE"]
     cleanup_namespace.append(ns)
     server = HttpServer(env, tmp_path / "poolweight.log")
     try:
         await wait_for_pool(server, 1)
         [(pool_sid, container)] = pooled(docker_client, ns).items()
-        assert cpu_shares(container) == 128  # the default BOXWRIGHT_POOL_CPU_SHARES
+        assert cpu_shares(container) == 128
         async with http_session(server.url) as s:
             claimed = await s.ok("sandbox_create", {"name": "claimed"})
             claimed_at = time.monotonic()
