@@ -93,7 +93,9 @@ BARE_PLAYWRIGHT = """
 import asyncio, functools, http.server, json, os, sys, tempfile, threading, time
 from playwright.async_api import async_playwright
 from sandbox_image.browser.launch import LAUNCH_ARGS, VIEWPORT
+import os
 from sandbox_image.config import DEFAULT_CHROMIUM
+CHROMIUM = os.environ.get("BOXWRIGHT_CHROMIUM", DEFAULT_CHROMIUM)  # the image's: the one the agent drives
 
 mode, n, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 ms = lambda t: (time.perf_counter() - t) * 1000
@@ -102,7 +104,7 @@ async def cold(out):
     for _ in range(n):
         t = time.perf_counter()
         async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, args=list(LAUNCH_ARGS))
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=list(LAUNCH_ARGS))
             page = await (await browser.new_context(viewport=VIEWPORT)).new_page()
             await page.goto("about:blank")
             out["first"].append(ms(t))
@@ -122,7 +124,7 @@ async def page(out):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Quiet, directory=root))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, args=list(LAUNCH_ARGS))
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=list(LAUNCH_ARGS))
         tab = await (await browser.new_context(viewport=VIEWPORT)).new_page()
         for i in range(n + 1):
             t = time.perf_counter()
@@ -187,7 +189,9 @@ BARE_BATCH = (
 import asyncio, json, sys, tempfile, threading, time
 from playwright.async_api import async_playwright
 from sandbox_image.browser.launch import LAUNCH_ARGS, VIEWPORT
+import os
 from sandbox_image.config import DEFAULT_CHROMIUM
+CHROMIUM = os.environ.get("BOXWRIGHT_CHROMIUM", DEFAULT_CHROMIUM)  # the image's: the one the agent drives
 
 passes, n, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 root = tempfile.mkdtemp()
@@ -198,7 +202,7 @@ threading.Thread(target=server.serve_forever, daemon=True).start()
 async def main():
     out = []
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, args=list(LAUNCH_ARGS))
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=list(LAUNCH_ARGS))
         context = await browser.new_context(viewport=VIEWPORT)
         for p in range(passes + 1):
             t = time.perf_counter()
@@ -900,7 +904,8 @@ async def _until(check: Callable[[], bool], what: str, timeout_s: float = 120) -
 @benchmark("pool_create", "sandbox_create from the warm pool vs cold vs bare docker run", default_n=10)
 async def bench_pool_create(h: Harness, n: int) -> list[Series]:
     """The harness's server (no pool) creates cold; a second server with BOXWRIGHT_POOL_SIZE=1 hands
-    out pooled sandboxes, each timed only once the pool has refilled (a refill is not a create).
+    out pooled sandboxes, each timed only once the pool has refilled (a refill is not a create), and
+    the next round starts once it has refilled again.
     Interleaved with the bare `docker run` → /healthz baseline."""
     b = "pool_create"
     agent, runner, cold, cold_srv, pool, pool_srv = Series.group(
@@ -935,6 +940,9 @@ async def bench_pool_create(h: Harness, n: int) -> list[Series]:
             if not p_data.get("fromPool"):
                 raise BenchError("the pooled server started a sandbox cold")
             await client_call(pooled, "sandbox_destroy", {"sandboxId": p_data["sandboxId"]})
+            # Its refill (BOXWRIGHT_POOL_REFILL_DELAY after the claim) must not overlap the next round's
+            # bare and cold starts, which it would slow.
+            await _until(lambda: refills() > claims, "the pool to refill")  # noqa: B023
             if i == 0:
                 continue
             agent.add(bare.marks["agent"])
@@ -994,6 +1002,124 @@ def _prewarmed(h: Harness) -> bool:
     """The pooled sandbox waiting in the namespace (the previous one is destroyed) has its prewarm done."""
     flt = {"label": [f"{labels.NAMESPACE}={h.namespace}", f"{labels.POOL}=1"]}
     return any(b"spare browser context and tab open" in c.logs() for c in h.docker.containers.list(filters=flt))
+
+
+# pool_refill: the refill policies compared, each a server of its own (variant -> its environment).
+def _refill_policy(delay_s: str, shares: str) -> dict[str, str]:
+    return {"BOXWRIGHT_POOL_REFILL_DELAY": delay_s, "BOXWRIGHT_POOL_CPU_SHARES": shares}
+
+
+REFILL_POLICIES = {
+    "refill at once, normal weight (the old pool)": _refill_policy("0", "0"),
+    "refill at once, pooled at low weight": _refill_policy("0", "128"),
+    "refill 2 s after the claim, normal weight (default)": _refill_policy("2", "0"),
+    "refill 2 s after the claim, pooled at low weight": _refill_policy("2", "128"),
+}
+FIRST_CALLS = 8  # the claimant's calls timed right after its claim
+CALLS_WINDOW_S = 5.0  # ... and then on until this long after it, past a 2 s refill delay (the refill's start)
+# BENCH_BUSY_CPUS=N: pool_refill runs beside a container of the same image (the normal CPU weight) keeping
+# N CPUs busy, as live sandboxes at work would: the contended case the pooled sandboxes' low weight is for.
+BUSY_LOOP = """
+import multiprocessing, sys
+def spin():
+    while True:
+        pass
+for _ in range(int(sys.argv[1])):
+    multiprocessing.Process(target=spin).start()
+"""
+
+
+def _pools_quiet(h: Harness, count: int) -> bool:
+    """Every server's pooled sandbox is started and prewarmed (the claimed ones are destroyed by then)."""
+    flt = {"label": [f"{labels.NAMESPACE}={h.namespace}", f"{labels.POOL}=1"]}
+    found = h.docker.containers.list(filters=flt)
+    return len(found) == count and all(b"spare browser context and tab open" in c.logs() for c in found)
+
+
+@benchmark("pool_refill", "The claimant's first calls while the pool refills, per refill policy", default_n=5)
+async def bench_pool_refill(h: Harness, n: int) -> list[Series]:
+    """One server per refill policy (REFILL_POLICIES), each with a pool of one prewarmed sandbox
+    (BOXWRIGHT_POOL_BROWSER). In turn, once every pool is full and prewarmed and 1 s has passed (nothing
+    else starting): a claim, then at once the claimant's first FIRST_CALLS calls — browser_goto
+    about:blank, code_run print(1), then browser_goto again — and then on (goto and code_run in turn) until
+    CALLS_WINDOW_S after the claim, past the refill's delayed start, while that server's pool refills by
+    its policy. The order of the policies rotates every round."""
+    h.require_tools("browser_goto")
+    b = "pool_refill"
+    rows: dict[str, list[Series]] = {
+        name: Series.group(
+            b,
+            "ms",
+            f"claim (sandbox_create): {name}",
+            f"first browser_goto: {name}",
+            f"first code_run: {name}",
+            f"slowest of the first {FIRST_CALLS} calls: {name}",
+            f"slowest call within {CALLS_WINDOW_S:g} s of the claim: {name}",
+        )
+        for name in REFILL_POLICIES
+    }
+    warm = await h.call("sandbox_create", {})  # makes the namespace network first (see pool_create)
+    busy_cpus = int(os.environ.get("BENCH_BUSY_CPUS", "0"))
+    async with contextlib.AsyncExitStack() as stack:
+        if busy_cpus:
+            busy = h.docker.containers.run(
+                h.settings.image,
+                ["python3", "-c", BUSY_LOOP, str(busy_cpus)],
+                entrypoint=[],
+                detach=True,
+                user="agent",
+                cpu_shares=1024,
+                labels={labels.NAMESPACE: h.namespace, BENCH_LABEL: h.run_id},
+            )
+            stack.callback(busy.remove, force=True)
+            progress(f"{b}: a neighbour container keeps {busy_cpus} CPUs busy")
+        servers = {}
+        for i, (name, env) in enumerate(REFILL_POLICIES.items()):
+            servers[name] = await stack.enter_async_context(
+                extra_server(
+                    h,
+                    f"pool-refill-{i}",
+                    h.server_command(),
+                    BOXWRIGHT_POOL_SIZE="1",
+                    BOXWRIGHT_POOL_BROWSER="true",
+                    **env,
+                )
+            )
+        await h.call("sandbox_destroy", {"sandboxId": warm["sandboxId"]})
+        names = list(REFILL_POLICIES)
+        for i in range(n):
+            for name in names[i % len(names) :] + names[: i % len(names)]:
+                await _until(lambda: _pools_quiet(h, len(names)), "every pool full and prewarmed", timeout_s=300)
+                await anyio.sleep(1.0)
+                server = servers[name]
+                claim_ms, data = await client_call(server, "sandbox_create", {})
+                if not data.get("fromPool"):
+                    raise BenchError(f"{name}: the pooled server started a sandbox cold")
+                sid = data["sandboxId"]
+                calls = [
+                    ("browser_goto", {"sandboxId": sid, "url": "about:blank"}),
+                    ("code_run", {"sandboxId": sid, "language": "python", "code": CODE}),
+                ]
+                calls += [calls[0]] * (FIRST_CALLS - len(calls))
+                claimed = time.monotonic()
+                times = [(await client_call(server, tool, args))[0] for tool, args in calls]
+                window = list(times)
+                while time.monotonic() - claimed < CALLS_WINDOW_S:
+                    window.append((await client_call(server, *calls[len(window) % 2]))[0])  # goto, code_run in turn
+                await client_call(server, "sandbox_destroy", {"sandboxId": sid})
+                claim, goto, run, slowest, in_window = rows[name]
+                claim.add(claim_ms)
+                goto.add(times[0])
+                run.add(times[1])
+                slowest.add(max(times))
+                in_window.add(max(window))
+                load = os.getloadavg()[0]
+                progress(
+                    f"{b} {i + 1}/{n} {name}: claim {claim_ms:.1f} ms, goto {times[0]:.0f} ms, "
+                    f"code_run {times[1]:.0f} ms, slowest {max(times):.0f} ms, in {CALLS_WINDOW_S:g} s "
+                    f"{max(window):.0f} ms over {len(window)} calls (load {load:.1f})"
+                )
+    return [series for group in rows.values() for series in group]
 
 
 FAST_PATH_IDLE_S = 0.02  # the pause before each call of the "after idle" condition

@@ -82,7 +82,9 @@ class Settings(EnvSettings):
         description="The server's identity, ownership locks, template runs and their artifacts "
         "(default `$XDG_STATE_HOME/boxwright`)",
     )
-    max_sandboxes: int = Field(20, ge=1, description="Sandboxes of this server, all owners together")
+    max_sandboxes: int = Field(
+        20, ge=1, description="Sandboxes this server runs, all owners together, the warm pool's included"
+    )
     max_sandboxes_per_owner: int = Field(5, ge=1, description="Sandboxes of one owner")
     max_memory_per_owner: str | None = Field(
         None,
@@ -115,7 +117,7 @@ class Settings(EnvSettings):
         ge=0,
         le=100,
         description="Sandboxes kept started and ready for sandbox_create and template runs, of the default "
-        "network mode (0: no pool); on top of BOXWRIGHT_MAX_SANDBOXES",
+        "network mode (0: no pool); counted in BOXWRIGHT_MAX_SANDBOXES, refilled only while there is room",
     )
     pool_browser: bool = Field(
         False,
@@ -124,6 +126,20 @@ class Settings(EnvSettings):
     )
     pool_concurrency: int = Field(
         1, ge=1, le=8, description="Pooled sandboxes started at once while the pool refills (live creates go first)"
+    )
+    pool_refill_delay: float = Field(
+        2.0,
+        ge=0,
+        le=60,
+        description="Seconds after a claim before the pool starts its replacement, so that the claimant's first "
+        "calls do not share the CPUs with a sandbox starting",
+    )
+    pool_cpu_shares: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        description="CPU weight (Docker `cpu_shares`, normal 1024) of a pooled sandbox while it waits, raised to "
+        "the normal weight at its claim, e.g. 128 (0: the normal weight throughout; measured no gain on 2 cores)",
     )
     internal_allow_hosts: Annotated[list[str] | None, NoDecode] = Field(
         None,
@@ -249,6 +265,13 @@ class Settings(EnvSettings):
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("pool_cpu_shares")
+    @classmethod
+    def _docker_weight(cls, value: int) -> int:
+        if value == 1:
+            raise ValueError("Docker's smallest CPU weight is 2 (0: the normal weight throughout)")
         return value
 
     @field_validator("adopt_instances")

@@ -19,6 +19,7 @@ class StartSpec:
     env: dict[str, str] = field(repr=False)
     server_id: str = ""
     workspace_mb: int | None = None  # the workspace's size limit (None: the backend's default)
+    cpu_shares: int | None = None  # its CPU weight while it waits in the warm pool (None: the normal weight)
 
 
 @dataclass(frozen=True)
@@ -28,12 +29,22 @@ class ContainerInfo:
     status: str  # docker's: created, running, paused, restarting, exited, dead, removing
     labels: dict[str, str] = field(repr=False)
     agent_url: str | None  # when running: http://<bridge address>:8080 or http://127.0.0.1:<published port>
+    image_id: str = ""  # the id of the image it runs ("": the backend cannot tell)
 
 
 class SandboxBackend(Protocol):
     def ping(self) -> None: ...
 
     def image_exists(self, image: str) -> bool: ...
+
+    def image_id(self, image: str) -> str | None:
+        """The id the image name stands for now (None: missing, or the backend cannot tell): the warm pool
+        hands out no sandbox of another image id."""
+        ...
+
+    def set_cpu_shares(self, container_id: str, shares: int) -> None:
+        """Change a running sandbox's CPU weight (a claimed pooled sandbox gets the normal one back)."""
+        ...
 
     def start(self, spec: StartSpec) -> ContainerInfo: ...
 

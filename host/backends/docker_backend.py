@@ -21,7 +21,7 @@ from docker.models.containers import Container
 
 from host import labels, netinfo
 from host.backends.base import ContainerInfo, SandboxBackend, StartSpec
-from host.backends.hardening import AGENT_PORT_SPEC, Limits, hardened
+from host.backends.hardening import AGENT_PORT_SPEC, NORMAL_CPU_SHARES, Limits, hardened
 from host.backends.runner import start_code_runner
 from host.backends.workspace import WorkspaceDisks
 from host.config import Settings
@@ -105,6 +105,16 @@ class DockerBackend(SandboxBackend):
             return False
         return True
 
+    def image_id(self, image: str) -> str | None:
+        try:
+            return self.client.images.get(image).id
+        except docker.errors.ImageNotFound:
+            return None
+
+    def set_cpu_shares(self, container_id: str, shares: int) -> None:
+        with contextlib.suppress(docker.errors.NotFound):  # removed meanwhile (e.g. it failed its claim)
+            self.client.api.update_container(container_id, cpu_shares=shares)
+
     @property
     def network_name(self) -> str:
         return f"boxwright-{self.settings.namespace}"
@@ -175,7 +185,7 @@ class DockerBackend(SandboxBackend):
         Public so that measurements (benchmarks/bench.py) start exactly the container a sandbox is.
         Creates the namespace network on first use.
         """
-        return {
+        kwargs = {
             **hardened(Limits.of(self.settings)),
             "detach": True,
             "name": opaque_name(),
@@ -186,6 +196,9 @@ class DockerBackend(SandboxBackend):
             "network": self._ensure_network(),
             "restart_policy": {"Name": "no"},
         }
+        if self.settings.pool_cpu_shares:  # pooled ones wait at a low weight: every other one gets the normal one
+            kwargs["cpu_shares"] = spec.cpu_shares or NORMAL_CPU_SHARES
+        return kwargs
 
     def start_code_runner(self, container_id: str, secret: str) -> None:
         """Start the code runner daemon as the `runner` user, handing it `secret` (host.backends.runner).
@@ -379,6 +392,7 @@ class DockerBackend(SandboxBackend):
             status=container.status,
             labels=lab,
             agent_url=self._agent_url(container),
+            image_id=str(container.attrs.get("Image") or ""),
         )
 
     def _agent_url(self, container: Container) -> str | None:

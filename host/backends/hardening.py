@@ -15,6 +15,10 @@ from rpc.agent import AGENT_PORT
 AGENT_UID, RUNNER_UID, SANDBOX_GID = 1000, 1001, 1500
 AGENT_PORT_SPEC = f"{AGENT_PORT}/tcp"
 CODE_RUNNER_CMD = ["python3", "-m", "sandbox_image.code.daemon", "--take-over"]  # see host.backends.runner
+# Docker's normal CPU weight. With BOXWRIGHT_POOL_CPU_SHARES every sandbox is given it explicitly rather than
+# left unset (host.backends.docker_backend), so that a pooled sandbox raised to it at its claim weighs exactly
+# what a cold one does — on cgroup v2 an explicit 1024 and "unset" map to different weights.
+NORMAL_CPU_SHARES = 1024
 
 
 @dataclass(frozen=True)

@@ -214,6 +214,15 @@ class SwarmBackend(SandboxBackend):
         """On every sandbox node (a node without it rejects the task: no registry to pull from)."""
         return not self.nodes_missing_image(image)
 
+    def image_id(self, image: str) -> None:
+        """Not told: each node holds its own copy (`boxwright image push-nodes`), and a task's container is on
+        its node's engine — so the warm pool does not judge pooled sandboxes by image id on swarm."""
+        return None
+
+    def set_cpu_shares(self, container_id: str, shares: int) -> None:
+        """A no-op: a swarm service has no CPU weight (pooled sandboxes run at the normal one there)."""
+        return None
+
     def nodes_missing_image(self, image: str) -> list[str]:
         """Hostnames of the sandbox nodes without `image` (or whose engine is not configured)."""
         missing = []

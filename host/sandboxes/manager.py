@@ -107,6 +107,10 @@ class SandboxManager:
         self._no_creates.set()
         self.listeners: list[CallListener] = []
 
+    @property
+    def image_provider(self) -> ImageProvider | None:
+        return self._image_provider
+
     # -- lifecycle of the manager ------------------------------------------------------------
     async def start(self) -> None:
         await anyio.to_thread.run_sync(self.backend.ping)
@@ -173,6 +177,8 @@ class SandboxManager:
             if self.pool.serves(network, workspace):
                 rec = await self.pool.claim(caller, name=name, ttl_s=ttl, job=job)
             if rec is None:
+                if (room := self.pool.make_room()) is not None:  # the pool counts against max_sandboxes
+                    await self.pool.discard(room, "making room for a live sandbox under the server's maximum")
                 rec = self.new_record(
                     caller.owner, name=name, ttl_s=ttl, network=network, job=job, workspace_mb=workspace
                 )
@@ -274,6 +280,8 @@ class SandboxManager:
                 env=env,
                 server_id=self.identity.server_id,
                 workspace_mb=rec.workspace_mb,
+                # Waiting in the pool at a low CPU weight: its start yields the CPUs to live sandboxes.
+                cpu_shares=(s.pool_cpu_shares or None) if rec.pooled else None,
             )
             rec.attach(await anyio.to_thread.run_sync(self.backend.start, spec))
             await report(3, "applying the network policy; waiting for the agent and the code runner")

@@ -60,10 +60,12 @@ class SandboxRecord:
     # lives in host.sandboxes.overlay.
     pooled: bool = False
     paused_at: datetime | None = None  # when this server paused it (host.sandboxes.freezer)
+    image_id: str = ""  # the id of the image its container runs ("": the backend cannot tell)
 
     def attach(self, info: ContainerInfo) -> None:
         """Bind the record to its container (and, once the port is published, the agent's endpoint)."""
         self.container_id = info.container_id
+        self.image_id = info.image_id or self.image_id
         if info.agent_url:
             self.endpoint = AgentEndpoint(info.agent_url, self.token)
 

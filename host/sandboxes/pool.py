@@ -12,8 +12,18 @@ a template run's throw-away sandbox, through host.sandboxes.jobs) hands one out 
   allowlists, and other workspace sizes) are started cold.
 - A pooled sandbox that fails its claim or a health check (the authenticated sandbox.info, the code
   runner connected) is removed and replaced, never handed out.
-- Refilled in the background, at most `pool_concurrency` starts at once, and only while no live
-  create is in flight: live calls go first.
+- Refills yield to live work: at most `pool_concurrency` starts at once, only while no live create is
+  in flight, and only `pool_refill_delay` after the last claim, so that the claimant's first calls do
+  not share the CPUs with a sandbox starting. With `pool_cpu_shares` (off by default: no measured gain)
+  a pooled sandbox also waits at a low CPU weight; its claim gives it the normal weight back, in the
+  background (the engine's update takes ~15 ms, more than the rest of the claim) while the agent is
+  claimed.
+- The pool counts against BOXWRIGHT_MAX_SANDBOXES (the most sandboxes the server runs): it refills only
+  while live + pooled < max, a claim moves one from pool to live, and a cold create that would go past
+  the maximum first drains a pooled one. So it never keeps a live create out.
+- A pooled sandbox of another image id than the configured image's now (the image was rebuilt, or the
+  server restarted with another one) is drained and replaced, never handed out or adopted; claimed
+  sandboxes of an old image are their owners' and left alone.
 - A restarted server adopts the pooled sandboxes an earlier one left (by their labels; reconcile hands
   them here), up to the pool's size; a graceful stop drains the pool (or hands it over with
   BOXWRIGHT_KEEP_ON_EXIT).
@@ -25,14 +35,17 @@ a template run's throw-away sandbox, through host.sandboxes.jobs) hands one out 
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import secrets
+import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import anyio
 
 from host.agent_client import AgentEndpoint
+from host.backends.hardening import NORMAL_CPU_SHARES
 from host.sandboxes import limits
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from host.sandboxes.overlay import Overlay
@@ -66,6 +79,11 @@ class WarmPool:
         self._starting: set[str] = set()
         self._wake = anyio.Event()
         self._closing = False
+        self._last_claim = float("-inf")  # time.monotonic() of the last claim: refills wait pool_refill_delay
+        # The claimed sandboxes' weight is raised off the claim's path; a refill waits for it.
+        self._weights = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool-weight")
+        self._raising: set[concurrent.futures.Future[None]] = set()
+        self._image_id: str | None = None  # the configured image's id, once known (see current_image_id)
 
     # -- what it holds -----------------------------------------------------------------------
     def ready(self) -> list[SandboxRecord]:
@@ -84,7 +102,17 @@ class WarmPool:
         )
 
     def _deficit(self) -> int:
-        return self.size - len(self._ready) - len(self._starting)
+        """How many more the pool may start: up to its size, and while live + pooled < max_sandboxes."""
+        room = self.settings.max_sandboxes - len(self.manager.registry)
+        return min(self.size, room) - len(self._ready) - len(self._starting)
+
+    def make_room(self) -> SandboxRecord | None:
+        """Before a cold create: when live + pooled would pass max_sandboxes, take one pooled sandbox out (the
+        caller removes it) — the pool never keeps a live create out."""
+        held = len(self._ready) + len(self._starting)
+        if self._ready and len(self.manager.registry) + held >= self.settings.max_sandboxes:
+            return self._ready.pop()
+        return None
 
     def poke(self) -> None:
         self._wake.set()
@@ -93,16 +121,23 @@ class WarmPool:
     async def claim(self, caller: Caller, *, name: str | None, ttl_s: int, job: str | None) -> SandboxRecord | None:
         """A pooled sandbox made `caller`'s (added to the registry), or None when the pool has none that
         passes its claim — then the caller starts one cold."""
+        image_id = await self.current_image_id() if self._ready else None
         while self._ready:
             pooled = self._ready.pop(0)
+            self._last_claim = time.monotonic()
             self.poke()
             assert pooled.container_id is not None
+            if self.stale(pooled, image_id):
+                log.info("pooled sandbox %s runs an old image: replaced, not handed out", pooled.id)
+                await self._discard(pooled, "an old image")
+                continue
             if not await anyio.to_thread.run_sync(self.manager.backend.try_claim, pooled.container_id, self.claimant):
                 # Another process of this identity (a server on another host of the swarm) took it first:
                 # it is theirs now, so it is neither handed out nor removed here.
                 log.info("pooled sandbox %s was taken by another server", pooled.id)
                 self.manager.registry.unclaim(pooled.id)
                 continue
+            self._raise_weight(pooled)
             try:
                 return await self._hand_over(pooled, caller, name=name, ttl_s=ttl_s, job=job)
             except BoxwrightError as exc:
@@ -128,6 +163,7 @@ class WarmPool:
             container_id=pooled.container_id,
             runner_secret=pooled.runner_secret,
             workspace_mb=pooled.workspace_mb,
+            image_id=pooled.image_id,
         )
         assert pooled.endpoint is not None
         rec.endpoint = AgentEndpoint(pooled.endpoint.base_url, rec.token)
@@ -152,6 +188,44 @@ class WarmPool:
         rec.status = SandboxStatus.RUNNING
         return rec
 
+    def _raise_weight(self, rec: SandboxRecord) -> None:
+        """Give a claimed sandbox the normal CPU weight back, off the claim's path (see module doc)."""
+        if not self.settings.pool_cpu_shares or rec.container_id is None or self._closing:
+            return
+        self._raising = {f for f in self._raising if not f.done()}  # only this (the event loop's) thread
+        self._raising.add(self._weights.submit(self._set_normal_weight, rec.id, rec.container_id))
+
+    def _set_normal_weight(self, sandbox_id: str, container_id: str) -> None:
+        try:
+            self.manager.backend.set_cpu_shares(container_id, NORMAL_CPU_SHARES)
+        except Exception as exc:  # it runs, only slower under load: not worth failing anything for
+            log.warning("could not give sandbox %s the normal CPU weight: %s", sandbox_id, exc)
+
+    async def _yield_to_claims(self) -> None:
+        """Before a refill starts a sandbox: wait until the last claim is pool_refill_delay old and the claimed
+        sandboxes have their normal CPU weight back."""
+        wait = self._last_claim + self.settings.pool_refill_delay - time.monotonic()
+        if wait > 0:
+            await anyio.sleep(wait)
+        self._raising = {f for f in self._raising if not f.done()}
+        if self._raising:
+            await anyio.to_thread.run_sync(concurrent.futures.wait, list(self._raising))
+
+    async def current_image_id(self) -> str | None:
+        """The id of the configured image — once the image provider (which may rebuild it at the server's
+        start) has had its say; None when the backend cannot tell. Kept, and read again by each check."""
+        if self._image_id is None:
+            provider = self.manager.image_provider
+            if provider is not None:
+                await provider()
+            self._image_id = await anyio.to_thread.run_sync(self.manager.backend.image_id, self.settings.image) or ""
+        return self._image_id or None
+
+    @staticmethod
+    def stale(rec: SandboxRecord, image_id: str | None) -> bool:
+        """Started from another image than the configured one now (unknown on either side: not stale)."""
+        return bool(image_id and rec.image_id and rec.image_id != image_id)
+
     # -- refill and health -------------------------------------------------------------------
     async def run(self) -> None:
         """Forever: keep the pool full, and check the pooled sandboxes every reap interval."""
@@ -170,8 +244,9 @@ class WarmPool:
     async def _refill(self) -> None:
         async def worker() -> None:
             while self._deficit() > 0 and not self._closing:
+                await self._yield_to_claims()
                 await self.manager.no_live_creates()  # live creates go first
-                if self._deficit() <= 0:
+                if self._deficit() <= 0 or self._closing:
                     return
                 try:
                     await self.start_one()
@@ -203,6 +278,8 @@ class WarmPool:
             self._starting.discard(rec.id)
         if self._closing:
             await self._discard(rec, "server shutdown")
+        elif len(self.manager.registry) + len(self._ready) >= self.settings.max_sandboxes:
+            await self._discard(rec, "no room under the server's maximum (live sandboxes took it)")
         else:
             self._ready.append(rec)
             log.info("warm pool: sandbox %s ready (%d of %d)", rec.id, len(self._ready), self.size)
@@ -223,9 +300,14 @@ class WarmPool:
         return None if info.codeRunnerReady else "code runner down"
 
     async def check(self) -> None:
-        """Replace every pooled sandbox that fails its health check."""
+        """Replace every pooled sandbox that fails its health check or runs an old image; drain those past the
+        server's maximum (live sandboxes adopted after a restart may have taken their room)."""
+        while self._ready and len(self.manager.registry) + len(self._ready) > self.settings.max_sandboxes:
+            await self._discard(self._ready.pop(), "no room under the server's maximum")
+        if self._image_id is not None:  # known: read again (the image may have been rebuilt meanwhile)
+            self._image_id = await anyio.to_thread.run_sync(self.manager.backend.image_id, self.settings.image) or ""
         for rec in list(self._ready):
-            why = await self.healthy(rec)
+            why = "an old image" if self.stale(rec, self._image_id) else await self.healthy(rec)
             if why is not None and rec in self._ready:  # a claim may have taken it meanwhile
                 self._ready.remove(rec)
                 log.warning("warm pool: sandbox %s is unhealthy (%s): replaced", rec.id, why)
@@ -236,6 +318,12 @@ class WarmPool:
         """After a restart: keep an earlier server's pooled sandbox (its lock is claimed) if the pool has
         room and it is healthy; False means the caller removes it."""
         if self._closing or self._deficit() <= 0:
+            return False
+        # Not through the image provider: the server is starting and must not wait for a build here. Should
+        # that build re-point the image afterwards, the claim and the check see it.
+        image_id = await anyio.to_thread.run_sync(self.manager.backend.image_id, self.settings.image)
+        if self.stale(rec, image_id):
+            log.info("warm pool: not adopting %s (an old image)", rec.id)
             return False
         self._starting.add(rec.id)  # counted while checked
         try:
@@ -254,6 +342,7 @@ class WarmPool:
     async def drain(self) -> None:
         """Graceful stop: remove every pooled sandbox (those still starting remove themselves)."""
         self._closing = True
+        self._weights.shutdown(wait=False)
         ready, self._ready = self._ready, []
         async with anyio.create_task_group() as tg:
             for rec in ready:
@@ -262,9 +351,14 @@ class WarmPool:
     def hand_over(self) -> None:
         """Stop with BOXWRIGHT_KEEP_ON_EXIT: leave the pooled sandboxes for the next server to adopt."""
         self._closing = True
+        self._weights.shutdown(wait=False)
         for rec in self._ready:
             self.manager.registry.locks.release(rec.id, forget=False)
         self._ready = []
+
+    async def discard(self, rec: SandboxRecord, reason: str) -> None:
+        """Remove a pooled sandbox taken out of the pool (see make_room); the refill replaces it when there is room."""
+        await self._discard(rec, reason)
 
     async def _discard(self, rec: SandboxRecord, reason: str) -> None:
         with anyio.CancelScope(shield=True):

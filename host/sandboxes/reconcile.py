@@ -25,6 +25,7 @@ import anyio.to_thread
 
 from host import labels
 from host.backends.base import ContainerInfo, SandboxBackend
+from host.backends.hardening import NORMAL_CPU_SHARES
 from host.config import Settings
 from host.identity import ServerIdentity
 from host.sandboxes.models import SandboxRecord, SandboxStatus
@@ -178,7 +179,7 @@ class Reconciler:
             reason = "no published agent port"
         elif self.unclaimed(rec):
             if self.pool is None or not await self.pool.adopt(rec):
-                reason = "pooled, and the warm pool has no room for it (or it is unhealthy)"
+                reason = "pooled, and the warm pool has no room for it (or it is unhealthy, or of an old image)"
             else:
                 return
         else:
@@ -191,6 +192,9 @@ class Reconciler:
                     await self.readiness.agent.call(
                         rec.endpoint, SANDBOX_INFO, SandboxInfoParams(), Deadline.after(ADOPT_TIMEOUT_S)
                     )
+                    # ... or before its claim gave it the normal CPU weight back (host.sandboxes.pool).
+                    if self.settings.pool_cpu_shares and rec.container_id:
+                        await anyio.to_thread.run_sync(self.backend.set_cpu_shares, rec.container_id, NORMAL_CPU_SHARES)
             except BoxwrightError as exc:
                 reason = f"unhealthy ({exc.code.value})"
         if reason:

@@ -57,15 +57,19 @@ class FakeContainer:
     serving: asyncio.Task[None] | None = None
     unpaused: asyncio.Event = field(default_factory=asyncio.Event)
 
+    image_id: str = ""
+    cpu_shares: int | None = None
+
     def info(self) -> ContainerInfo:
         url = self.agent_url if self.status in ("running", "paused") else None
-        return ContainerInfo(self.container_id, self.sandbox_id, self.status, dict(self.labels), url)
+        return ContainerInfo(self.container_id, self.sandbox_id, self.status, dict(self.labels), url, self.image_id)
 
 
 class FakeBackend(SandboxBackend):
     def __init__(self, root: Path | None = None, *, images: set[str] | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="bw-fake-", dir="/tmp")) if root is None else root
         self.images = images
+        self.image_ids: dict[str, str] = {}  # image -> its id (default: derived from the name); tests re-point one
         self.policies: dict[str, NetworkPolicy] = {}  # sandbox id -> the policy it was given
         self.volumes: dict[str, dict[str, str]] = {}  # volume name -> its labels
         self._containers: dict[str, FakeContainer] = {}
@@ -131,6 +135,14 @@ class FakeBackend(SandboxBackend):
     def image_exists(self, image: str) -> bool:
         return self.images is None or image in self.images
 
+    def image_id(self, image: str) -> str | None:
+        return self.image_ids.get(image, f"sha256:{image}") if self.image_exists(image) else None
+
+    def set_cpu_shares(self, container_id: str, shares: int) -> None:
+        container = self._containers.get(container_id)
+        if container is not None:
+            container.cpu_shares = shares
+
     def start(self, spec: StartSpec) -> ContainerInfo:
         if not self.image_exists(spec.image):
             raise BoxwrightError(ErrorCode.IMAGE_NOT_FOUND, f"sandbox image {spec.image} is not built")
@@ -152,6 +164,8 @@ class FakeBackend(SandboxBackend):
             labels={**IMAGE_LABELS, **spec.labels},  # the engine adds the image's labels to the container's
             settings=settings,
             volume=f"boxwright-{spec.sandbox_id}-workspace",
+            image_id=self.image_id(spec.image) or "",
+            cpu_shares=spec.cpu_shares,
         )
         container.unpaused.set()
         self._run(self._serve_agent(container))

@@ -4,8 +4,12 @@ scrape served from it), pause and resume across a SIGKILL, idle that spares real
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import secrets
 import signal
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,7 +21,7 @@ from host import identity, labels
 from host.backends.docker_backend import DockerBackend
 from host.config import Settings
 from tests.integration import test_lifecycle
-from tests.integration.conftest import HttpServer, own_env
+from tests.integration.conftest import HttpServer, own_env, remove_namespace
 from tests.integration.mcp_helpers import http_session
 from tests.integration.test_lifecycle import containers
 
@@ -276,3 +280,147 @@ async def test_a_prewarmed_pooled_sandbox_opens_its_first_tab_ahead_and_shows_it
     finally:
         server.stop()
     assert containers(docker_client, ns) == {}
+
+
+def cpu_shares(container: object) -> int:
+    container.reload()  # type: ignore[attr-defined]
+    return int(container.attrs["HostConfig"]["CpuShares"])  # type: ignore[attr-defined]
+
+
+async def test_a_refill_yields_to_the_claimant_low_cpu_weight_until_claimed_and_a_delay_after_it(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    """Issue 12: refills never starve live work. The refill starts only pool_refill_delay after the claim;
+    with BOXWRIGHT_POOL_CPU_SHARES a pooled sandbox waits at a low CPU weight (the engine's cpu_shares),
+    its claim gives it the normal one back, and cold sandboxes have the normal weight."""
+    delay = 6.0
+    env = own_env(
+        server_env,
+        "poolweight",
+        tmp_path,
+        BOXWRIGHT_POOL_SIZE="1",
+        BOXWRIGHT_POOL_REFILL_DELAY=str(delay),
+        BOXWRIGHT_POOL_CPU_SHARES="128",
+    )
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "poolweight.log")
+    try:
+        await wait_for_pool(server, 1)
+        [(pool_sid, container)] = pooled(docker_client, ns).items()
+        assert cpu_shares(container) == 128
+        async with http_session(server.url) as s:
+            claimed = await s.ok("sandbox_create", {"name": "claimed"})
+            claimed_at = time.monotonic()
+            assert claimed["fromPool"] and claimed["sandboxId"] == pool_sid
+            for _ in range(100):  # raised in the background, right after the claim
+                if cpu_shares(container) == 1024:
+                    break
+                await anyio.sleep(0.05)
+            assert cpu_shares(container) == 1024
+            run = await s.ok("code_run", {"sandboxId": pool_sid, "language": "python", "code": "print(6*7)"})
+            assert run["stdout"] == "42\n"
+            await anyio.sleep(1.0)
+            assert time.monotonic() - claimed_at < delay - 1  # else this check would say nothing
+            assert set(pooled(docker_client, ns)) == {pool_sid}  # no refill started within the delay
+            await wait_for_pool(server, 1)
+            assert time.monotonic() - claimed_at >= delay - 0.5
+            [refilled] = set(pooled(docker_client, ns)) - {pool_sid}
+            assert cpu_shares(containers(docker_client, ns)[refilled]) == 128
+            cold = await s.ok("sandbox_create", {"name": "cold", "network": "none"})
+            assert not cold["fromPool"] and cpu_shares(containers(docker_client, ns)[cold["sandboxId"]]) == 1024
+    finally:
+        server.stop()
+    assert containers(docker_client, ns) == {}
+
+
+async def test_the_pool_counts_against_max_sandboxes(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    """BOXWRIGHT_MAX_SANDBOXES is the most sandboxes a server runs, its warm pool's included: the pool
+    refills only while there is room, and a create past the maximum is refused."""
+    env = own_env(
+        server_env,
+        "poolmax",
+        tmp_path,
+        BOXWRIGHT_POOL_SIZE="2",
+        BOXWRIGHT_MAX_SANDBOXES="2",
+        BOXWRIGHT_POOL_REFILL_DELAY="0",
+    )
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "poolmax.log")
+    try:
+        await wait_for_pool(server, 2)
+        async with http_session(server.url) as s:
+            first = await s.ok("sandbox_create", {"name": "first"})
+            assert first["fromPool"]
+            for _ in range(100):  # the refill would start at once (no delay): give it time to be wrong
+                await anyio.sleep(0.05)
+            assert len(containers(docker_client, ns)) == 2  # live 1 + pooled 1: no refill past the maximum
+            second = await s.ok("sandbox_create", {"name": "second"})
+            assert second["fromPool"]
+            refused = await s.error("sandbox_create", {"name": "third"})
+            assert refused.code == "SANDBOX_LIMIT_REACHED" and refused.data["details"]["scope"] == "server", refused
+            assert len(containers(docker_client, ns)) == 2
+    finally:
+        server.stop()
+    assert containers(docker_client, ns) == {}
+
+
+async def test_a_restarted_server_drains_pooled_sandboxes_of_an_old_image_and_keeps_claimed_ones(
+    server_env: dict, image: str, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    """Issue 12: a pooled sandbox is never handed out from a stale image. The server's image tag points at
+    an older image id (a tiny derived image: same content and source hash, another id) for the first
+    server; the second starts after the tag moved to the test image: it adopts no pooled sandbox of the
+    old id (they are removed and replaced) and hands out only new ones, while the sandbox a user claimed
+    from the old image stays theirs and keeps working."""
+    current = docker_client.images.get(image)
+    repo, tag = "boxwright-test-stale", secrets.token_hex(4)
+    old, _ = docker_client.images.build(
+        fileobj=io.BytesIO(f"FROM {image}\nLABEL io.boxwright.test-stale={tag}\n".encode()),
+        tag=f"{repo}:{tag}",
+        rm=True,
+    )
+    assert old.id != current.id
+    env = own_env(server_env, "stale", tmp_path, BOXWRIGHT_POOL_SIZE="2", BOXWRIGHT_IMAGE=f"{repo}:{tag}")
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    try:
+        first = HttpServer(env, tmp_path / "first.log", ["--keep-sandboxes"])
+        try:
+            await wait_for_pool(first, 2)
+            async with http_session(first.url) as s:
+                users = await s.ok("sandbox_create", {"name": "users"})
+                await s.ok("file_write", {"sandboxId": users["sandboxId"], "path": "kept.txt", "content": "mine"})
+            await wait_for_pool(first, 2)
+        finally:
+            first.stop()  # graceful, keeping its sandboxes: the pool is handed over
+        before = {sid: c.attrs["Image"] for sid, c in pooled(docker_client, ns).items()}  # type: ignore[attr-defined]
+        assert len(before) == 3 and set(before.values()) == {old.id}
+        old_pool = set(before) - {users["sandboxId"]}
+
+        assert current.tag(repo, tag)  # the tag moves to another image id, as a rebuild does
+        second = HttpServer(env, tmp_path / "second.log")
+        try:
+            await wait_for_pool(second, 2)
+            now = {sid: c.attrs["Image"] for sid, c in pooled(docker_client, ns).items()}  # type: ignore[attr-defined]
+            assert not old_pool & set(now)  # the old pool was removed, not adopted
+            assert now[users["sandboxId"]] == old.id  # the user's sandbox is left alone
+            assert {i for sid, i in now.items() if sid != users["sandboxId"]} == {current.id}
+            assert "an old image" in second.log()
+            async with http_session(second.url) as s:
+                fresh = await s.ok("sandbox_create", {"name": "fresh"})
+                assert fresh["fromPool"] and fresh["sandboxId"] not in old_pool
+                assert containers(docker_client, ns)[fresh["sandboxId"]].attrs["Image"] == current.id  # type: ignore[attr-defined]
+                kept = await s.ok("file_read", {"sandboxId": users["sandboxId"], "path": "kept.txt"})
+                assert kept["content"] == "mine"
+        finally:
+            second.stop()
+        assert containers(docker_client, ns) == {}
+    finally:
+        remove_namespace(docker_client, ns)
+        docker_client.images.remove(f"{repo}:{tag}")
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            docker_client.images.remove(old.id)

@@ -116,7 +116,8 @@ async def test_two_servers_with_pools_hand_out_20_distinct_sandboxes_and_keep_to
             assert service_labels[labels.INSTANCE] == f"host-{name}"
         print(f"20 concurrent creates on two servers: {burst_s:.1f}s")
 
-        # Server b dies hard and comes back: it adopts its own ten (and its refilled pool), not a's.
+        # Server b dies hard and comes back: it adopts its own ten, not a's (its pool has no room to refill:
+        # the ten fill BOXWRIGHT_MAX_SANDBOXES, which counts pooled sandboxes too).
         servers["b"].proc.send_signal(signal.SIGKILL)
         servers["b"].proc.wait(10)
         servers["b"].stop()

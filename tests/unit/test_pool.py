@@ -273,3 +273,101 @@ async def test_pool_browser_prelaunches_chromium_in_pooled_sandboxes_only(
         assert not cold.pooled and not fake.container(cold.id).settings.browser_prelaunch
     finally:
         await mgr.close()
+
+
+async def test_a_refill_waits_after_a_claim_and_pooled_sandboxes_wait_at_a_low_cpu_weight(
+    pool_settings: Settings, fake: FakeBackend
+) -> None:
+    """Refills yield to live work: the claimant's first calls do not share the CPUs with a sandbox starting
+    (the refill starts pool_refill_delay after the claim), and a pooled sandbox weighs little until claimed."""
+    settings = pool_settings.replace(pool_size=1, reap_interval=0.05, pool_refill_delay=1.0, pool_cpu_shares=64)
+    mgr = SandboxManager(settings, fake)
+    await mgr.start()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(mgr.pool.run)
+            await pool_holds(mgr, 1)
+            [waiting] = mgr.pool.ready()
+            assert fake.container(waiting.id).cpu_shares == 64
+            cold = await mgr.create(ALICE, network=NetworkPolicy(mode="none"))
+            assert fake.container(cold.id).cpu_shares is None  # the normal weight (hardening's)
+            claimed_at = anyio.current_time()
+            taken = await mgr.create(ALICE)
+            assert taken.id == waiting.id
+            await anyio.sleep(0.6)  # well past a reap interval, within the delay: nothing started yet
+            assert mgr.pool.ready() == [] and not mgr.pool._starting
+            assert fake.container(taken.id).cpu_shares == 1024  # raised in the background right away
+            await pool_holds(mgr, 1)
+            assert anyio.current_time() - claimed_at >= 1.0
+            assert fake.container(mgr.pool.ready()[0].id).cpu_shares == 64
+            tg.cancel_scope.cancel()
+    finally:
+        await mgr.close()
+
+
+async def test_a_pooled_sandbox_of_an_old_image_is_drained_never_handed_out_and_claimed_ones_stay(
+    pool_settings: Settings, fake: FakeBackend
+) -> None:
+    first = SandboxManager(pool_settings.replace(keep_on_exit=True), fake)
+    await first.start()
+    await first.pool._refill()
+    claimed = await first.create(ALICE, name="users")
+    old_pooled = first.pool.ready()[0]
+    assert claimed.image_id == old_pooled.image_id == f"sha256:{pool_settings.image}"
+    await first.close()  # hands everything over
+    fake.image_ids[pool_settings.image] = "sha256:rebuilt"  # the image was rebuilt between the two servers
+
+    second = SandboxManager(pool_settings, fake)
+    await second.start()
+    try:
+        assert second.pool.ready() == []  # not adopted
+        assert old_pooled.id not in {c.sandbox_id for c in fake.list_sandboxes("unit")}  # and removed
+        assert second.resolve(ALICE, claimed.id).image_id == claimed.image_id  # the owner's: left alone
+        await second.pool._refill()
+        fresh = await second.create(BOB)
+        assert fresh.pooled and fresh.image_id == "sha256:rebuilt"
+        # Rebuilt again while the server runs: the check drains the pool before anyone gets one.
+        fake.image_ids[pool_settings.image] = "sha256:again"
+        await second.pool.check()
+        assert second.pool.ready() == []
+        await second.pool._refill()
+        assert {r.image_id for r in second.pool.ready()} == {"sha256:again"}
+        # Between a rebuild and the next check, a claim still hands out no old one.
+        fake.image_ids[pool_settings.image] = "sha256:third"
+        second.pool._image_id = "sha256:third"  # what the check would have read
+        cold = await second.create(BOB)
+        assert not cold.pooled and second.pool.ready() == []
+    finally:
+        await second.close()
+
+
+async def test_the_pool_counts_against_max_sandboxes(pool_settings: Settings, fake: FakeBackend) -> None:
+    """BOXWRIGHT_MAX_SANDBOXES is the most sandboxes the server runs: the pool refills only while live +
+    pooled < max, a claim moves one from the pool to live, and a cold create drains a pooled one for room."""
+    mgr = SandboxManager(pool_settings.replace(max_sandboxes=3, max_sandboxes_per_owner=5), fake)
+    await mgr.start()
+    try:
+
+        def running() -> int:
+            return len(fake.list_sandboxes("unit"))
+
+        await mgr.pool._refill()
+        assert len(mgr.pool.ready()) == 2 and running() == 2
+        await mgr.create(ALICE)  # live 1, pool 1: room for one more
+        await mgr.pool._refill()
+        assert len(mgr.pool.ready()) == 2 and running() == 3
+        await mgr.create(ALICE)  # live 2, pool 1: full
+        await mgr.pool._refill()
+        assert len(mgr.pool.ready()) == 1 and running() == 3
+        cold = await mgr.create(ALICE, network=NetworkPolicy(mode="none"))  # drains the pooled one
+        assert not cold.pooled and mgr.pool.ready() == [] and running() == 3
+        await mgr.pool._refill()
+        assert mgr.pool.ready() == [] and running() == 3
+        with pytest.raises(BoxwrightError) as full:
+            await mgr.create(ALICE)
+        assert full.value.code is ErrorCode.SANDBOX_LIMIT_REACHED and full.value.details["scope"] == "server"
+        await mgr.destroy(ALICE, cold.id)
+        await mgr.pool._refill()
+        assert len(mgr.pool.ready()) == 1 and running() == 3
+    finally:
+        await mgr.close()
