@@ -18,6 +18,13 @@ procs.Children) and the OOM killer's second choice, after code processes (which 
 
 from __future__ import annotations
 
+import sys
+
+# No OpenSSL in the runner, as in the agent (sandbox_image/__main__.py): it speaks only to the agent's Unix
+# socket, and asyncio loads `ssl` when it can. Set before asyncio is imported, and only when run as the daemon.
+if __name__ == "__main__" and "ssl" not in sys.modules:
+    sys.modules["ssl"] = None  # type: ignore[assignment]  # the import system's "no such module" marker
+
 import argparse
 import asyncio
 import contextlib
@@ -26,7 +33,6 @@ import logging
 import os
 import pwd
 import signal
-import sys
 import time
 from collections.abc import Callable
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 
 from sandbox_image.config import SandboxSettings
+from tests.unit.conftest import RUNNER_SECRET
 
 # A fresh interpreter: this test process has imported everything already.
 CHECK = """
@@ -40,8 +41,10 @@ def test_the_playwright_errors_caught_are_the_ones_it_raises() -> None:
     assert errors.PlaywrightTimeoutError is async_api.TimeoutError
 
 
-def test_the_agent_runs_without_openssl(agent_config: SandboxSettings) -> None:
-    """`python -m sandbox_image` keeps `ssl` (and so libssl) out: it speaks no TLS (sandbox_image/__main__.py)."""
+def test_the_agent_and_the_runner_run_without_openssl(agent_config: SandboxSettings) -> None:
+    """`python -m sandbox_image` and `python -m sandbox_image.code.daemon` keep `ssl` (and so libssl) out:
+    neither speaks TLS (the agent plain HTTP, the runner the agent's Unix socket). Both started for real,
+    the runner admitted by the agent (codeRunnerReady), then their memory maps read."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -52,18 +55,33 @@ def test_the_agent_runs_without_openssl(agent_config: SandboxSettings) -> None:
         if value is not None:
             env[SandboxSettings.env_name(name)] = str(value).lower() if isinstance(value, bool) else str(value)
     agent = subprocess.Popen([sys.executable, "-m", "sandbox_image"], env=env, stderr=subprocess.PIPE)
+    runner: subprocess.Popen[bytes] | None = None
     try:
         for _ in range(200):
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                if health.status_code == 200:
+                    if runner is None:
+                        runner = subprocess.Popen(
+                            [sys.executable, "-m", "sandbox_image.code.daemon"], env=env, stdin=subprocess.PIPE
+                        )
+                        assert runner.stdin is not None
+                        runner.stdin.write(RUNNER_SECRET.encode() + b"\n")
+                        runner.stdin.flush()
+                    elif health.json()["codeRunnerReady"]:
+                        break
             except httpx.TransportError:
-                time.sleep(0.05)
+                pass
+            time.sleep(0.05)
         else:
-            raise AssertionError("the agent did not answer /healthz")
-        maps = Path(f"/proc/{agent.pid}/maps").read_text()
-        assert "_http_parser" in maps or "aiohttp" in maps  # it is the agent, serving
-        assert "libssl" not in maps and "_ssl." not in maps
+            raise AssertionError("the agent did not answer /healthz with its runner connected")
+        assert runner is not None
+        for proc, marker in ((agent, "_http_parser"), (runner, "python")):
+            maps = Path(f"/proc/{proc.pid}/maps").read_text()
+            assert marker in maps
+            assert "libssl" not in maps and "_ssl." not in maps, proc.args
     finally:
-        agent.terminate()
-        agent.wait(timeout=30)
+        for proc in (runner, agent):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
