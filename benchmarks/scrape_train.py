@@ -154,7 +154,7 @@ def selector_rows(
     for r, probs in zip(rows, probabilities, strict=True):
         if not r.features:
             continue
-        masks = candidates.candidate_masks(probs)
+        masks = candidates.candidate_masks(probs, r.texts)
         f1 = [word_f1("\n".join(t for t, k in zip(r.texts, m, strict=True) if k), r.gold) for m in masks]
         features += candidates.candidate_features(r.features, r.words, probs, masks)
         gains += [v - f1[candidates.DEFAULT] for v in f1]

@@ -4,7 +4,8 @@ Pipeline: the page's blocks (blocks.py) → each voter's text (voters.py) mapped
 (align.py) → features (features.py) → the trained trees (model.py) → kept blocks → a copy of the
 page with everything else pruned, so headings, lists, tables and code stay what they were.
 
-Two rules on top of the per-block decisions, each a whole-page judgement:
+Rules on top of the per-block decisions, each a whole-page judgement:
+- a text kept twice (a quoted post, a layout's second copy) is kept once (candidates.drop_repeats);
 - a table is kept or dropped whole (by whether most of its words were kept), since half a table
   reads as nonsense;
 - images are kept when they sit in the flow of the main content: inside a kept block, or between
@@ -92,7 +93,7 @@ def select_blocks(
         # The block model finds nothing plausible: that is the fallback's case (seed TC-04), not a
         # page for a laxer threshold to scrape navigation from.
         selector = None
-    chosen, flags = choose(rows, words, probabilities, selector)
+    chosen, flags = choose(rows, words, probabilities, selector, texts)
     kept = _whole_tables(blocks, {b.index for b, k in zip(blocks, flags, strict=True) if k})
     selection = Selection(blocks, probabilities, kept, fallback=False, candidate=CANDIDATES[chosen])
     if implausibly_short(selection.kept_words, selection.page_words):

@@ -113,3 +113,14 @@ def test_a_page_the_block_model_finds_nothing_on_falls_back_whatever_the_selecto
     )
     assert eager.fallback and eager.candidate == CANDIDATES[DEFAULT]
     assert eager.kept == {b.index for b in eager.blocks}
+
+
+def test_a_repeated_text_is_kept_once_and_short_repeats_stay() -> None:
+    texts = ["Quoted post with words", "Reply", "quoted  POST with words!", "Reply", "Two words", "two words"]
+    kept = candidates.drop_repeats([True] * 6, texts)
+    assert kept == [True, True, False, True, True, True]  # "Reply" and two-word repeats are under REPEAT_WORDS
+    assert candidates.drop_repeats([False, True, True, True, True, True], texts)[2] is True  # first kept copy
+    masks = candidate_masks([0.9] * 6, texts)
+    assert all(m == kept for m in masks)
+    _chosen, flags = choose([{}] * 6, [4, 1, 4, 1, 2, 2], [0.9] * 6, None, texts)
+    assert flags == kept
