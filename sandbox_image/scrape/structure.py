@@ -6,9 +6,7 @@ Round 4 of docs/scrape-quality.md. Three ideas, none naming a site:
   facet entry. Blocks whose path from <body> (tags and first class word, positions ignored) is
   the same form a group, and what the extractors think of the group as a whole (its vote share,
   size, link density, words per block) is evidence for each member: a signature the voters kept
-  once is still one of twenty signatures they mostly dropped. A member's rank in its group says
-  how far down the thread or grid it sits, and a block whose text already appeared (a quoted
-  post, a layout's second copy of the same text) is marked.
+  once is still one of twenty signatures they mostly dropped.
 - **Role words** in the class/id/role of a block's ancestors, in three families the base
   features lump together or miss: discussion content (comment, reply, post body, message),
   the furniture around posts (author, avatar, signature, badge, votes, reactions), and
@@ -61,6 +59,26 @@ _DATE = re.compile(
 )
 _COUNT = re.compile(r"\(\s*\d[\d,.]*\s*\)")
 _TOKEN = re.compile(r"\w+")
+FEATURES = (
+    "group_log_blocks",
+    "group_share",
+    "group_votes",
+    "group_others_votes",
+    "group_log_words_per_block",
+    "group_link_density",
+    "role_discussion",
+    "role_post_furniture",
+    "role_nav_aid",
+    "text_date",
+    "text_count",
+    "text_digit_share",
+    "has_time",
+    "has_checkbox",
+    "in_code",
+    "in_quote",
+    "in_header_table",
+    "page_template_groups",
+)
 ROLE_DEPTH = 8  # how far up role words are looked for
 GROUP_DEPTH = 12  # how many ancestors make a block's template path
 
@@ -183,15 +201,9 @@ def structure_features(blocks: Sequence[Block], vote_sum: Sequence[float]) -> li
     enclosing = _enclosing_tags(blocks)
     with_time = _owned(blocks, "//time")
     with_choice = _owned(blocks, "//input[@type='checkbox' or @type='radio']")
-    rank: dict[tuple[str, ...], int] = {}
-    seen_texts: set[str] = set()
     out = []
     for i, b in enumerate(blocks):
         count, words, voted, links = groups[paths[i]]
-        ordinal = rank[paths[i]] = rank.get(paths[i], -1) + 1
-        normalized = " ".join(_TOKEN.findall(b.text.lower()))
-        repeated = normalized in seen_texts
-        seen_texts.add(normalized)
         others = words - b.words
         discussion, furniture, nav_aid = roles.hits(b)
         around = enclosing.get(b.index, set())
@@ -206,9 +218,6 @@ def structure_features(blocks: Sequence[Block], vote_sum: Sequence[float]) -> li
                 "group_others_votes": (voted - vote_sum[i] * b.words) / others if others > 0 else -1.0,
                 "group_log_words_per_block": math.log1p(words / count),
                 "group_link_density": links / words if words else 0.0,
-                "group_log_rank": math.log1p(ordinal),
-                "group_rank_share": ordinal / count,
-                "text_repeated": float(repeated),
                 "role_discussion": discussion,
                 "role_post_furniture": furniture,
                 "role_nav_aid": nav_aid,

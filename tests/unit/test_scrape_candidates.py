@@ -11,7 +11,7 @@ from sandbox_image.scrape.blocks import segment
 from sandbox_image.scrape.candidates import CANDIDATES, DEFAULT, THRESHOLDS, candidate_features, candidate_masks, choose
 from sandbox_image.scrape.document import choose_document
 from sandbox_image.scrape.main_content import select_blocks
-from sandbox_image.scrape.model import Forest, load_model, load_selector
+from sandbox_image.scrape.model import Forest, load_models, load_selector
 
 PROBABILITIES = [0.9, 0.55, 0.45, 0.25, 0.1]
 WORDS = [40, 10, 10, 10, 30]
@@ -83,7 +83,8 @@ def test_shipped_selector_reads_features_the_engine_computes() -> None:
     page_level = {n for n in selector.features if n.startswith(("page_", "declares_", "path_"))}
     own = set(selector.features) - page_level
     assert own <= computed, own - computed
-    model_page_level = {n for n in load_model().features if n.startswith(("page_", "declares_", "path_"))}
+    model_features = {n for model in load_models() for n in model.features}
+    model_page_level = {n for n in model_features if n.startswith(("page_", "declares_", "path_"))}
     assert page_level <= model_page_level, page_level - model_page_level
 
 
