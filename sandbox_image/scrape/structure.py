@@ -7,7 +7,7 @@ Round 4 of docs/scrape-quality.md. Three ideas, none naming a site:
   the same form a group, and what the extractors think of the group as a whole (its vote share,
   size, link density, words per block) is evidence for each member: a signature the voters kept
   once is still one of twenty signatures they mostly dropped.
-- **Role words** in the class/id/role of a block's ancestors, in three families the base
+- **Role words** in the class/id/role/itemprop of a block's ancestors, in three families the base
   features lump together or miss: discussion content (comment, reply, post body, message),
   the furniture around posts (author, avatar, signature, badge, votes, reactions), and
   navigation aids inside content areas (facets and filters, tabs, tables of contents).
@@ -109,7 +109,7 @@ def template_path(block: Block, steps_cache: dict[object, str] | None = None) ->
 
 
 class _Roles:
-    """Role words and enclosing tags per element, computed once per element: blocks share ancestors.
+    """Role words per element, computed once per element: blocks share ancestors.
 
     Keyed by the element itself (which keeps lxml's proxy alive, so the key stays unique)."""
 
@@ -143,23 +143,20 @@ class _Roles:
 
 
 def _enclosing_tags(blocks: Sequence[Block]) -> dict[int, set[str]]:
-    """Per block index: the tags of its element and all its ancestors (one walk down the tree)."""
+    """Per block index: which of the _ENCLOSING tags its element is or sits in (one walk down the
+    tree, iterative: unclosed inline tags can nest deeper than Python's recursion limit)."""
     by_element = {b.element: b.index for b in blocks}
     out: dict[int, set[str]] = {}
     if not blocks:
         return out
-    root = blocks[0].element.getroottree().getroot()
-
-    def walk(element: HtmlElement, above: frozenset[str]) -> None:
+    stack: list[tuple[HtmlElement, frozenset[str]]] = [(blocks[0].element.getroottree().getroot(), frozenset())]
+    while stack:
+        element, above = stack.pop()
         tags = above | {element.tag} if element.tag in _ENCLOSING else above
         index = by_element.get(element)
         if index is not None:
             out[index] = set(tags)
-        for child in element:
-            if isinstance(child.tag, str):
-                walk(child, tags)
-
-    walk(root, frozenset())
+        stack.extend((child, tags) for child in element if isinstance(child.tag, str))
     return out
 
 

@@ -76,3 +76,13 @@ def test_block_features_carry_the_structure_features_unless_asked_not_to() -> No
     assert "group_votes" in with_structure[0] and "group_votes" not in without[0]
     assert set(without[0]) < set(with_structure[0])
     assert structure_features([], []) == []
+
+
+def test_deeply_nested_inline_tags_do_not_break_the_walk() -> None:
+    # lxml's parser stops nesting near 256 levels; the walk is iterative whatever the depth
+    html = (
+        "<html><body><p>" + "<font>" * 240 + "deep text here" + "</font>" * 240 + "</p><pre>x = 1</pre></body></html>"
+    )
+    blocks = segment(choose_document(html).root)
+    rows = structure_features(blocks, [1.0] * len(blocks))
+    assert len(rows) == len(blocks) and rows[-1]["in_code"] == 1.0
