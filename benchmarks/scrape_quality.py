@@ -676,6 +676,11 @@ def main(argv: list[str] | None = None) -> int:
         help="train: the prepared splits to learn from, e.g. dev-rest=/path/to/wcxb/dev-rest",
     )
     parser.add_argument(
+        "--structure",
+        action="store_true",
+        help="train: learn the block model that also reads the structure features (model_structure.json)",
+    )
+    parser.add_argument(
         "--selector",
         action="store_true",
         help="train: learn the per-page threshold selector (selector.json) instead of the block model",
@@ -708,6 +713,8 @@ def train_command(args: argparse.Namespace) -> int:
     (never the one being scored)."""
     import scrape_train
 
+    from sandbox_image.scrape import candidates
+
     rows = []
     used = {}
     for spec in args.train_on:
@@ -722,7 +729,8 @@ def train_command(args: argparse.Namespace) -> int:
         selector_info = {
             "trained_on": used,
             "target": "word F1 gain of each threshold candidate over threshold 0.5",
-            "probabilities": f"out-of-fold block model, {scrape_train.SELECTOR_FOLDS} folds grouped by site",
+            "probabilities": f"out-of-fold block model(s), {scrape_train.SELECTOR_FOLDS} folds grouped by site",
+            "repeats": f"a kept text of {candidates.REPEAT_WORDS}+ words kept once",
             "regressor": "sklearn HistGradientBoostingRegressor (defaults, random_state=0)",
             "margin": scrape_train.SELECTOR_MARGIN,
         }
@@ -734,8 +742,10 @@ def train_command(args: argparse.Namespace) -> int:
         "blocks": sum(len(r.labels) for r in rows),
         "label_purity": scrape_train.LABEL_PURITY,
         "classifier": "sklearn HistGradientBoostingClassifier (defaults, random_state=0)",
+        "features": "all, with structure.py's" if args.structure else "all but structure.py's (the v2 recipe)",
     }
-    forest = scrape_train.train(rows, info)
+    path = scrape_train.STRUCTURE_MODEL_PATH if args.structure else scrape_train.MODEL_PATH
+    forest = scrape_train.train(rows, info, path, structure=args.structure)
     print(f"model: {len(forest.trees)} trees on {len(forest.features)} features; {info}", file=sys.stderr)
     return 0
 

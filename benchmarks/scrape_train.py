@@ -33,8 +33,15 @@ from sandbox_image.scrape.align import kept_blocks  # noqa: E402
 from sandbox_image.scrape.blocks import segment  # noqa: E402
 from sandbox_image.scrape.document import choose_document  # noqa: E402
 from sandbox_image.scrape.features import block_features  # noqa: E402
-from sandbox_image.scrape.model import MODEL_PATH, SELECTOR_PATH, Forest, from_sklearn  # noqa: E402
+from sandbox_image.scrape.model import (  # noqa: E402
+    MODEL_PATH,
+    SELECTOR_PATH,
+    STRUCTURE_MODEL_PATH,
+    Forest,
+    from_sklearn,
+)
 from sandbox_image.scrape.page_kind import page_kind_features  # noqa: E402
+from sandbox_image.scrape.structure import FEATURES as STRUCTURE_FEATURES  # noqa: E402
 from sandbox_image.scrape.voters import run_voters  # noqa: E402
 
 LABEL_PURITY = 0.95
@@ -106,8 +113,14 @@ def fit(rows: list[PageRows], features: list[str] | None = None) -> tuple[Any, l
     return model, names
 
 
-def train(rows: list[PageRows], info: dict[str, Any], path: Path = MODEL_PATH) -> Forest:
-    model, names = fit(rows)
+def base_features(rows: list[PageRows]) -> list[str]:
+    """The v2 recipe's features: everything but structure.py's (which only the structure model reads)."""
+    return sorted({k for r in rows for f in r.features for k in f} - set(STRUCTURE_FEATURES))
+
+
+def train(rows: list[PageRows], info: dict[str, Any], path: Path = MODEL_PATH, structure: bool = False) -> Forest:
+    """model.json (the v2 recipe) or, with `structure`, model_structure.json (all features)."""
+    model, names = fit(rows, None if structure else base_features(rows))
     forest = from_sklearn(model, names, THRESHOLD, info)
     path.write_text(json.dumps(forest.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
     return forest
@@ -128,19 +141,27 @@ def word_f1(predicted: str, reference: str) -> float:
     return 2 * overlap / (sum(pred.values()) + sum(ref.values()))
 
 
-def out_of_fold_probabilities(rows: list[PageRows], folds: int = SELECTOR_FOLDS) -> list[list[float]]:
-    """Block probabilities for each page from a block model that never saw the page's site."""
+def out_of_fold_probabilities(
+    rows: list[PageRows], folds: int = SELECTOR_FOLDS, ensemble: bool = True
+) -> list[list[float]]:
+    """Block probabilities for each page from block models that never saw the page's site: the v2
+    recipe, averaged with the structure model when `ensemble` (as the engine does when both ship)."""
     import numpy as np
     from sklearn.model_selection import GroupKFold
 
     out: list[list[float]] = [[] for _ in rows]
     usable = [i for i, r in enumerate(rows) if r.features]
+    base = base_features(rows)
     for train_idx, test_idx in GroupKFold(n_splits=folds).split(usable, groups=[rows[i].site for i in usable]):
-        model, names = fit([rows[usable[i]] for i in train_idx])
+        fold = [rows[usable[i]] for i in train_idx]
+        fitted = [fit(fold, base)] + ([fit(fold)] if ensemble else [])
         for i in test_idx:
             r = rows[usable[i]]
-            x = np.array([[f.get(n, 0.0) for n in names] for f in r.features])
-            out[usable[i]] = [float(v) for v in model.predict_proba(x)[:, 1]]
+            each = [
+                model.predict_proba(np.array([[f.get(n, 0.0) for n in names] for f in r.features]))[:, 1]
+                for model, names in fitted
+            ]
+            out[usable[i]] = [float(v) for v in np.mean(each, axis=0)]
     return out
 
 
@@ -154,7 +175,7 @@ def selector_rows(
     for r, probs in zip(rows, probabilities, strict=True):
         if not r.features:
             continue
-        masks = candidates.candidate_masks(probs)
+        masks = candidates.candidate_masks(probs, r.texts)
         f1 = [word_f1("\n".join(t for t, k in zip(r.texts, m, strict=True) if k), r.gold) for m in masks]
         features += candidates.candidate_features(r.features, r.words, probs, masks)
         gains += [v - f1[candidates.DEFAULT] for v in f1]
@@ -172,7 +193,7 @@ def train_selector(
     import numpy as np
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    probabilities = probabilities or out_of_fold_probabilities(rows)
+    probabilities = probabilities or out_of_fold_probabilities(rows, ensemble=STRUCTURE_MODEL_PATH.exists())
     features, gains, _sites = selector_rows(rows, probabilities)
     names = sorted({k for f in features for k in f})
     x = np.array([[f.get(n, 0.0) for n in names] for f in features])

@@ -14,6 +14,7 @@ docs/scrape-quality.md.) Nothing here names a site or reads a reference text.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 from sandbox_image.scrape.model import Forest
@@ -37,11 +38,34 @@ _SHARES = (
     "link_density",
 )
 _PAGE_PREFIXES = ("page_", "declares_", "path_")
+REPEAT_WORDS = 3  # a repeated block this long or longer is kept once
+_TOKEN = re.compile(r"\w+")
 
 
-def candidate_masks(probabilities: Sequence[float]) -> list[list[bool]]:
-    """The candidates in CANDIDATES order: kept flags per block."""
-    return [[p >= t for p in probabilities] for t in THRESHOLDS]
+def candidate_masks(probabilities: Sequence[float], texts: Sequence[str] | None = None) -> list[list[bool]]:
+    """The candidates in CANDIDATES order: kept flags per block (repeats dropped when `texts` are given)."""
+    masks = [[p >= t for p in probabilities] for t in THRESHOLDS]
+    return [drop_repeats(m, texts) for m in masks] if texts is not None else masks
+
+
+def drop_repeats(mask: Sequence[bool], texts: Sequence[str]) -> list[bool]:
+    """Unkeep a kept block whose text (REPEAT_WORDS words or more) repeats an earlier kept block's.
+
+    Threads quote earlier posts and responsive layouts carry a second copy of the same text; the
+    reader (and the word-level score) wants it once. Chosen by cross-validation on dev-rest
+    (docs/scrape-quality.md, round 4).
+    """
+    seen: set[str] = set()
+    out = list(mask)
+    for i, keep in enumerate(mask):
+        if not keep:
+            continue
+        tokens = _TOKEN.findall(texts[i].lower())
+        key = " ".join(tokens)
+        if len(tokens) >= REPEAT_WORDS and key in seen:
+            out[i] = False
+        seen.add(key)
+    return out
 
 
 def _jaccard(a: Sequence[bool], b: Sequence[bool], words: Sequence[int]) -> float:
@@ -106,13 +130,14 @@ def choose(
     words: Sequence[int],
     probabilities: Sequence[float],
     selector: Forest | None,
+    texts: Sequence[str] | None = None,
 ) -> tuple[int, list[bool]]:
     """(index in CANDIDATES, kept flags) of the candidate to return for this page.
 
     The default unless the selector predicts a gain above its margin (its `threshold`) for a
-    candidate that keeps something.
+    candidate that keeps something. With `texts`, every candidate keeps a repeated text once.
     """
-    masks = candidate_masks(probabilities)
+    masks = candidate_masks(probabilities, texts)
     if selector is None or not rows:
         return DEFAULT, masks[DEFAULT]
     gains = selector.scores(candidate_features(rows, words, probabilities, masks))

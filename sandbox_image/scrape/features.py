@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from sandbox_image.scrape.blocks import Block
+from sandbox_image.scrape.structure import structure_features
 
 # Class/id words that name page furniture or content, as sites commonly write them.
 _BOILER_WORDS = re.compile(
@@ -104,6 +105,7 @@ def block_features(
     blocks: Sequence[Block],
     votes: Mapping[str, Sequence[bool]],
     page: Mapping[str, float] | None = None,
+    with_structure: bool = True,
 ) -> list[dict[str, float]]:
     """One feature dict per block; `votes` maps each extractor to its kept flags per block and
     `page` holds page-wide signals (page_kind.py) copied onto every row."""
@@ -120,6 +122,7 @@ def block_features(
     vote_sum = [sum(flags[i] for flags in votes.values()) / max(len(votes), 1) for i in range(n)]
     tags = Counter(b.tag for b in blocks)
     containers = _container_stats(blocks, vote_sum)
+    structure = structure_features(blocks, vote_sum) if with_structure else [{} for _ in blocks]
     out = []
     for i, b in enumerate(blocks):
         lo, hi = max(0, i - NEIGHBOURS), min(n, i + NEIGHBOURS + 1)
@@ -160,5 +163,6 @@ def block_features(
             page_main_share=main_words / total_words,
             tag_share=tags[b.tag] / n,
         )
+        f.update(structure[i])
         out.append(f)
     return out

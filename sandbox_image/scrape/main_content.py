@@ -4,7 +4,8 @@ Pipeline: the page's blocks (blocks.py) → each voter's text (voters.py) mapped
 (align.py) → features (features.py) → the trained trees (model.py) → kept blocks → a copy of the
 page with everything else pruned, so headings, lists, tables and code stay what they were.
 
-Two rules on top of the per-block decisions, each a whole-page judgement:
+Rules on top of the per-block decisions, each a whole-page judgement:
+- a text kept twice (a quoted post, a layout's second copy) is kept once (candidates.drop_repeats);
 - a table is kept or dropped whole (by whether most of its words were kept), since half a table
   reads as nonsense;
 - images are kept when they sit in the flow of the main content: inside a kept block, or between
@@ -26,8 +27,9 @@ from sandbox_image.scrape.blocks import BLOCK_TAGS, Block, segment
 from sandbox_image.scrape.candidates import CANDIDATES, DEFAULT, THRESHOLDS, choose
 from sandbox_image.scrape.document import Document
 from sandbox_image.scrape.features import block_features
-from sandbox_image.scrape.model import Forest, load_model, load_selector
+from sandbox_image.scrape.model import Forest, load_models, load_selector, mean_probabilities
 from sandbox_image.scrape.page_kind import page_kind_features
+from sandbox_image.scrape.structure import FEATURES as STRUCTURE_FEATURES
 from sandbox_image.scrape.voters import run_voters
 
 MIN_WORDS = 20
@@ -74,8 +76,9 @@ def select_blocks(
 
     `voter_texts` lets the benchmark reuse the voters' answers it cached for this very document;
     `use_selector=False` keeps the block model's default threshold on every page (no stacking).
+    Without `model`, the shipped block models are averaged (model.load_models).
     """
-    model = model or load_model()
+    models = (model,) if model is not None else load_models()
     selector = (selector or load_selector()) if use_selector else None
     blocks = segment(document.root)
     if not blocks:
@@ -84,15 +87,17 @@ def select_blocks(
     answers = voter_texts if voter_texts is not None else run_voters(document.html(), url, lang)
     votes = {name: kept_blocks(texts, text) for name, text in answers.items()}
     page = page_kind_features(document.root, url)
-    rows = block_features(blocks, votes, page)
-    probabilities = model.probabilities(rows)
+    wanted = {name for m in models for name in m.features}
+    rows = block_features(blocks, votes, page, with_structure=not wanted.isdisjoint(STRUCTURE_FEATURES))
+    probabilities = mean_probabilities(models, rows)
     words = [b.words for b in blocks]
     default_words = sum(w for w, p in zip(words, probabilities, strict=True) if p >= THRESHOLDS[DEFAULT])
-    if implausibly_short(default_words, sum(words)):
+    if implausibly_short(default_words, sum(words)) or sum(words) < MIN_WORDS:
         # The block model finds nothing plausible: that is the fallback's case (seed TC-04), not a
-        # page for a laxer threshold to scrape navigation from.
+        # page for a laxer threshold to scrape navigation from. And a page shorter than MIN_WORDS
+        # (an error page's heading and one line) leaves no choice worth a guess: the default stands.
         selector = None
-    chosen, flags = choose(rows, words, probabilities, selector)
+    chosen, flags = choose(rows, words, probabilities, selector, texts)
     kept = _whole_tables(blocks, {b.index for b, k in zip(blocks, flags, strict=True) if k})
     selection = Selection(blocks, probabilities, kept, fallback=False, candidate=CANDIDATES[chosen])
     if implausibly_short(selection.kept_words, selection.page_words):

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 MODEL_PATH = Path(__file__).with_name("model.json")
+# Round 4: a second block model that also reads structure.py's features; the two are averaged.
+STRUCTURE_MODEL_PATH = Path(__file__).with_name("model_structure.json")
 SELECTOR_PATH = Path(__file__).with_name("selector.json")
 
 # One tree as parallel tuples; a node is a leaf when its feature index is -1.
@@ -85,6 +87,21 @@ class Forest:
 @cache
 def load_model(path: Path = MODEL_PATH) -> Forest:
     return Forest.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+@cache
+def load_models() -> tuple[Forest, ...]:
+    """The shipped block models whose probabilities are averaged (model.json, then model_structure.json)."""
+    models = [load_model()]
+    if STRUCTURE_MODEL_PATH.exists():
+        models.append(load_model(STRUCTURE_MODEL_PATH))
+    return tuple(models)
+
+
+def mean_probabilities(models: Sequence[Forest], rows: Sequence[Mapping[str, float]]) -> list[float]:
+    """P(main content) per row, averaged over the models (one model: its own probabilities)."""
+    each = [m.probabilities(rows) for m in models]
+    return [sum(ps) / len(each) for ps in zip(*each, strict=True)] if each else []
 
 
 @cache

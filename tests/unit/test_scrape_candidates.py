@@ -11,7 +11,7 @@ from sandbox_image.scrape.blocks import segment
 from sandbox_image.scrape.candidates import CANDIDATES, DEFAULT, THRESHOLDS, candidate_features, candidate_masks, choose
 from sandbox_image.scrape.document import choose_document
 from sandbox_image.scrape.main_content import select_blocks
-from sandbox_image.scrape.model import Forest, load_model, load_selector
+from sandbox_image.scrape.model import Forest, load_models, load_selector
 
 PROBABILITIES = [0.9, 0.55, 0.45, 0.25, 0.1]
 WORDS = [40, 10, 10, 10, 30]
@@ -83,7 +83,8 @@ def test_shipped_selector_reads_features_the_engine_computes() -> None:
     page_level = {n for n in selector.features if n.startswith(("page_", "declares_", "path_"))}
     own = set(selector.features) - page_level
     assert own <= computed, own - computed
-    model_page_level = {n for n in load_model().features if n.startswith(("page_", "declares_", "path_"))}
+    model_features = {n for model in load_models() for n in model.features}
+    model_page_level = {n for n in model_features if n.startswith(("page_", "declares_", "path_"))}
     assert page_level <= model_page_level, page_level - model_page_level
 
 
@@ -113,3 +114,14 @@ def test_a_page_the_block_model_finds_nothing_on_falls_back_whatever_the_selecto
     )
     assert eager.fallback and eager.candidate == CANDIDATES[DEFAULT]
     assert eager.kept == {b.index for b in eager.blocks}
+
+
+def test_a_repeated_text_is_kept_once_and_short_repeats_stay() -> None:
+    texts = ["Quoted post with words", "Reply", "quoted  POST with words!", "Reply", "Two words", "two words"]
+    kept = candidates.drop_repeats([True] * 6, texts)
+    assert kept == [True, True, False, True, True, True]  # "Reply" and two-word repeats are under REPEAT_WORDS
+    assert candidates.drop_repeats([False, True, True, True, True, True], texts)[2] is True  # first kept copy
+    masks = candidate_masks([0.9] * 6, texts)
+    assert all(m == kept for m in masks)
+    _chosen, flags = choose([{}] * 6, [4, 1, 4, 1, 2, 2], [0.9] * 6, None, texts)
+    assert flags == kept

@@ -4,14 +4,18 @@ rules, the tree model's evaluation, and feature rows."""
 from __future__ import annotations
 
 import json
+import math
+
+import pytest
 
 from sandbox_image.scrape.blocks import segment
 from sandbox_image.scrape.document import choose_document
 from sandbox_image.scrape.features import block_features
 from sandbox_image.scrape.main_content import Selection, _whole_tables, content_element
 from sandbox_image.scrape.markdown import to_markdown
-from sandbox_image.scrape.model import Forest, load_model
+from sandbox_image.scrape.model import Forest, load_models, mean_probabilities
 from sandbox_image.scrape.page_kind import page_kind_features
+from sandbox_image.scrape.structure import FEATURES as STRUCTURE_FEATURES
 
 PAGE = """<html><body>
 <nav><a href="/">Home</a> <a href="/shop">Shop</a></nav>
@@ -84,8 +88,12 @@ def test_forest_evaluates_trees_like_the_exported_json() -> None:
     assert again.probabilities([{"x": 1.0}]) == [high]
 
 
-def test_shipped_model_matches_the_features_the_engine_computes() -> None:
-    model = load_model()
+@pytest.mark.parametrize("index", [0, 1])
+def test_shipped_models_match_the_features_the_engine_computes(index: int) -> None:
+    models = load_models()
+    if index >= len(models):
+        pytest.skip("no model_structure.json shipped")
+    model = models[index]
     document = choose_document(PAGE)
     blocks = segment(document.root)
     votes = {name: [True] * len(blocks) for name in ("trafilatura", "readability")}
@@ -96,6 +104,16 @@ def test_shipped_model_matches_the_features_the_engine_computes() -> None:
     assert names <= computed, names - computed
     probabilities = model.probabilities(rows)
     assert len(probabilities) == len(blocks) and all(0.0 <= p <= 1.0 for p in probabilities)
+    if index == 1:  # the structure model is the one that reads structure.py's features
+        assert set(STRUCTURE_FEATURES) & set(model.features)
+        assert not set(STRUCTURE_FEATURES) & set(models[0].features)
+
+
+def test_mean_probabilities_average_the_models() -> None:
+    low = Forest(("x",), math.log(0.2 / 0.8), (), 0.5, {})
+    high = Forest(("x",), math.log(0.6 / 0.4), (), 0.5, {})
+    assert [round(p, 6) for p in mean_probabilities([low, high], [{}, {"x": 1.0}])] == [0.4, 0.4]
+    assert mean_probabilities([low], [{}]) == low.probabilities([{}])
 
 
 def test_page_kind_signals_come_from_the_page_itself() -> None:
