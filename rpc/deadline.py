@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rpc.methods import Method
+    from rpc.method import Method
 
 DEADLINE_FIELD = "deadlineMs"
 

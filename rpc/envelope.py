@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rpc.deadline import DEADLINE_FIELD
 from rpc.errors import BoxwrightError, ErrorBody, ErrorCode, FieldError, field_errors, from_validation_error
-from rpc.methods import Method, P, R
+from rpc.method import Method, P, R
 
 RequestId = int | str | None
 

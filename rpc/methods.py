@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Generic, TypeVar
-
+from rpc.method import Method
+from rpc.method import P as P  # re-exported: callers type against the table's module
+from rpc.method import R as R
 from rpc.models import browser as b
-from rpc.models import code as c
 from rpc.models import files as f
 from rpc.models import profiles as pr
 from rpc.models import tasks as t
-from rpc.models.base import Params, Result
 from rpc.models.sandbox import (
     SandboxActivityParams,
     SandboxActivityResult,
@@ -22,18 +20,8 @@ from rpc.models.sandbox import (
     SandboxInfoResult,
 )
 from rpc.models.scrape import ScrapePageParams, ScrapePageResult
-
-P = TypeVar("P", bound=Params)
-R = TypeVar("R", bound=Result)
-
-
-@dataclass(frozen=True)
-class Method(Generic[P, R]):
-    name: str
-    params: type[P]
-    result: type[R]
-    default_timeout_ms: int = 30_000  # the operation's budget when its params have no timeoutMs
-
+from rpc.runner_methods import CODE_RUN, PROCESS_KILL, PROCESS_LIST, PROCESS_OUTPUT
+from rpc.runner_methods import RUNNER_METHODS as RUNNER_METHODS
 
 SANDBOX_INFO = Method("sandbox.info", SandboxInfoParams, SandboxInfoResult, 5_000)
 # Once, on a sandbox started for the warm pool, authenticated with the pool's token (host.sandboxes.pool).
@@ -42,10 +30,7 @@ SANDBOX_CLAIM = Method("sandbox.claim", SandboxClaimParams, SandboxClaimResult, 
 # A new expiry for the agent's own end (sandbox_image.lifetime), when the host extends a sandbox's TTL.
 SANDBOX_EXTEND = Method("sandbox.extend", SandboxExtendParams, SandboxExtendResult, 5_000)
 SANDBOX_ACTIVITY = Method("sandbox.activity", SandboxActivityParams, SandboxActivityResult, 5_000)
-CODE_RUN = Method("code.run", c.CodeRunParams, c.CodeRunResult)
-PROCESS_LIST = Method("process.list", c.ProcessListParams, c.ProcessListResult, 5_000)
-PROCESS_OUTPUT = Method("process.output", c.ProcessOutputParams, c.ProcessOutputResult)
-PROCESS_KILL = Method("process.kill", c.ProcessKillParams, c.ProcessKillResult, 10_000)
+# code.run and process.* are the code runner's (rpc.runner_methods).
 FILE_READ = Method("file.read", f.FileReadParams, f.FileReadResult)
 FILE_WRITE = Method("file.write", f.FileWriteParams, f.FileWriteResult)
 FILE_LIST = Method("file.list", f.FileListParams, f.FileListResult)
@@ -134,6 +119,3 @@ ALL: tuple[Method, ...] = (
     SCRAPE_PAGE,
 )
 BY_NAME: dict[str, Method] = {m.name: m for m in ALL}
-
-# Methods the agent forwards to the code runner daemon (which runs as a separate user).
-RUNNER_METHODS = frozenset({CODE_RUN.name, PROCESS_LIST.name, PROCESS_OUTPUT.name, PROCESS_KILL.name})

@@ -29,7 +29,7 @@ from rpc.errors import (
     out_of_processes,
     process_limit,
 )
-from rpc.methods import BY_NAME, Method
+from rpc.method import Method
 from rpc.models.base import Params, Result
 
 P = TypeVar("P", bound=Params)
@@ -110,6 +110,9 @@ class Dispatcher:
     async def _call(self, request: RpcRequest, received_at: float) -> Result:
         registration = self._handlers.get(request.method)
         if registration is None:
+            # Only on this error path: the code runner's dispatcher does not load the whole table at start.
+            from rpc.methods import BY_NAME
+
             known = request.method in BY_NAME  # in the contract, but no handler here (older image?)
             raise BoxwrightError(
                 ErrorCode.METHOD_NOT_FOUND,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rpc.deadline import Deadline
-from rpc.methods import CODE_RUN, PROCESS_KILL, PROCESS_LIST, PROCESS_OUTPUT
 from rpc.models.code import (
     CodeRunParams,
     CodeRunResult,
@@ -14,6 +13,7 @@ from rpc.models.code import (
     ProcessOutputParams,
     ProcessOutputResult,
 )
+from rpc.runner_methods import CODE_RUN, PROCESS_KILL, PROCESS_LIST, PROCESS_OUTPUT
 from sandbox_image.code.background import ProcessManager
 from sandbox_image.code.runner import CodeRunner
 from sandbox_image.dispatcher import Dispatcher

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 from rpc.deadline import Deadline
-from rpc.methods import FILE_DELETE, FILE_LIST, FILE_READ, FILE_WRITE
 from rpc.models import files as f
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.files.ops import delete_path, list_dir, open_read, write_file
@@ -19,6 +18,9 @@ def register(dispatcher: Dispatcher, workspace: Workspace) -> None:
 
     A read opens its file on the loop (metadata only) and reads a small part (INLINE_READ_BYTES) there
     too: the thread hop would cost more than the read."""
+    # Here, not at the top: the code runner imports this package (for Workspace) and must not load the
+    # whole method table at start (rpc.runner_methods says why).
+    from rpc.methods import FILE_DELETE, FILE_LIST, FILE_READ, FILE_WRITE
 
     async def read(params: f.FileReadParams, _deadline: Deadline) -> f.FileReadResult:
         opened = open_read(workspace, params)

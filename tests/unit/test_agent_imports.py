@@ -31,6 +31,22 @@ def test_the_agent_starts_without_the_scrape_engine_and_playwright(agent_config:
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+RUNNER_CHECK = """
+import sys
+import sandbox_image.code.daemon
+unserved = ("rpc.methods", "rpc.models.browser", "rpc.models.tasks", "rpc.models.scrape", "rpc.models.templates")
+print(sorted(m for m in unserved if m in sys.modules))
+"""
+
+
+def test_the_code_runner_loads_only_the_models_of_the_methods_it_serves() -> None:
+    """Every sandbox start waits for the runner to boot on busy cores: it imports rpc.runner_methods, not
+    the whole table with the browser, template and scrape models (issue 12, cold create)."""
+    out = subprocess.run([sys.executable, "-c", RUNNER_CHECK], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_the_playwright_errors_caught_are_the_ones_it_raises() -> None:
     """sandbox_image.browser.errors takes them from the module that defines them (cheap to import)."""
     from playwright import async_api
