@@ -45,7 +45,10 @@ _TOKEN = re.compile(r"\w+")
 def candidate_masks(probabilities: Sequence[float], texts: Sequence[str] | None = None) -> list[list[bool]]:
     """The candidates in CANDIDATES order: kept flags per block (repeats dropped when `texts` are given)."""
     masks = [[p >= t for p in probabilities] for t in THRESHOLDS]
-    return [drop_repeats(m, texts) for m in masks] if texts is not None else masks
+    if texts is None:
+        return masks
+    keys = _repeat_keys(texts)  # once per page, not once per candidate
+    return [_drop_repeated(m, keys) for m in masks]
 
 
 def drop_repeats(mask: Sequence[bool], texts: Sequence[str]) -> list[bool]:
@@ -55,14 +58,26 @@ def drop_repeats(mask: Sequence[bool], texts: Sequence[str]) -> list[bool]:
     reader (and the word-level score) wants it once. Chosen by cross-validation on dev-rest
     (docs/scrape-quality.md, round 4).
     """
+    return _drop_repeated(mask, _repeat_keys(texts))
+
+
+def _repeat_keys(texts: Sequence[str]) -> list[str | None]:
+    """Each block's text as its words, or None when too short to count as a repeat."""
+    keys: list[str | None] = []
+    for text in texts:
+        tokens = _TOKEN.findall(text.lower())
+        keys.append(" ".join(tokens) if len(tokens) >= REPEAT_WORDS else None)
+    return keys
+
+
+def _drop_repeated(mask: Sequence[bool], keys: Sequence[str | None]) -> list[bool]:
     seen: set[str] = set()
     out = list(mask)
     for i, keep in enumerate(mask):
-        if not keep:
+        key = keys[i]
+        if not keep or key is None:
             continue
-        tokens = _TOKEN.findall(texts[i].lower())
-        key = " ".join(tokens)
-        if len(tokens) >= REPEAT_WORDS and key in seen:
+        if key in seen:
             out[i] = False
         seen.add(key)
     return out
