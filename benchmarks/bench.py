@@ -908,13 +908,14 @@ async def bench_pool_create(h: Harness, n: int) -> list[Series]:
     the next round starts once it has refilled again.
     Interleaved with the bare `docker run` → /healthz baseline."""
     b = "pool_create"
-    agent, runner, cold, cold_srv, pool, pool_srv = Series.group(
+    agent, runner, cold, cold_srv, first_run, pool, pool_srv = Series.group(
         b,
         "ms",
         "bare: docker run → agent /healthz (baseline)",
         "bare: … + code runner ready",
         "sandbox_create cold (MCP stdio)",
         "sandbox_create cold, server-side (startupMs)",
+        "code_run `true` right after the cold create (the runner loads its serving side after its hello)",
         "sandbox_create from the pool (MCP stdio)",
         "sandbox_create from the pool, server-side (startupMs)",
     )
@@ -933,6 +934,9 @@ async def bench_pool_create(h: Harness, n: int) -> list[Series]:
             bare = h.start_bare("pool", with_runner=True)
             h.remove_bare(bare)
             c_ms, c_data = await h.timed_call("sandbox_create", {})
+            f_ms, _ = await h.timed_call(
+                "code_run", {"sandboxId": c_data["sandboxId"], "language": "bash", "code": "true"}
+            )
             await h.call("sandbox_destroy", {"sandboxId": c_data["sandboxId"]})
             await _until(lambda: refills() > claims, "the pool to refill")  # noqa: B023
             p_ms, p_data = await client_call(pooled, "sandbox_create", {})
@@ -949,13 +953,15 @@ async def bench_pool_create(h: Harness, n: int) -> list[Series]:
             runner.add(bare.marks["runner"])
             cold.add(c_ms)
             cold_srv.add(float(c_data["startupMs"]))
+            first_run.add(f_ms)
             pool.add(p_ms)
             pool_srv.add(float(p_data["startupMs"]))
             progress(
                 f"{b} {i}/{n}: bare /healthz {agent.samples[-1]:.0f} ms (+runner {runner.samples[-1]:.0f}) | "
-                f"cold {c_ms:.0f} ms | pool {p_ms:.1f} ms (server {p_data['startupMs']} ms)"
+                f"cold {c_ms:.0f} ms, then code_run {f_ms:.0f} ms | "
+                f"pool {p_ms:.1f} ms (server {p_data['startupMs']} ms)"
             )
-    return [agent, runner, cold, cold_srv, pool, pool_srv]
+    return [agent, runner, cold, cold_srv, first_run, pool, pool_srv]
 
 
 @benchmark("pool_browser", "First browser call: pooled sandbox with Chromium prelaunched vs cold", default_n=5)

@@ -14,7 +14,8 @@ from typing import Any, ClassVar, Self
 from pydantic import ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-ENV_PREFIX = "BOXWRIGHT_"
+from rpc import envvars
+from rpc.envvars import ENV_PREFIX
 
 
 class SettingsError(ValueError):
@@ -36,7 +37,7 @@ class EnvSettings(BaseSettings):
 
     @classmethod
     def env_name(cls, field: str) -> str:
-        return ENV_PREFIX + field.upper()
+        return envvars.env_name(field)
 
     @classmethod
     def load(cls, **overrides: Any) -> Self:

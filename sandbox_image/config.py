@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 
 from rpc.agent import AGENT_PORT
 from rpc.settings import EnvSettings, SettingsError
+from sandbox_image.code.channel import RUNNER_SOCKET, RUNNER_USER
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 
@@ -47,13 +48,11 @@ class SandboxSettings(EnvSettings):
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0, description="Largest request body (agent and runner)")
     log_level: str = Field("INFO", description="Log level of the agent and the runner")
     # The code runner daemon.
-    runner_socket: str = Field(
-        "/run/boxwright/runner.sock", description="Unix socket the agent listens on for its code runner daemon"
-    )
+    runner_socket: str = Field(RUNNER_SOCKET, description="Unix socket the agent listens on for its code runner daemon")
     runner_socket_group: str | None = Field(
         "sandbox", description="Group the socket is handed to (the runner's, so it may connect; empty: leave it)"
     )
-    runner_user: str = Field("runner", description="The only user whose process the agent admits as its code runner")
+    runner_user: str = Field(RUNNER_USER, description="The only user whose process the agent admits as its code runner")
     runner_secret_sha256: str | None = Field(
         None,
         pattern=r"^[0-9a-f]{64}$",

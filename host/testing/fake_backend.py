@@ -35,7 +35,7 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.network import NetworkPolicy
 from rpc.settings import ENV_PREFIX
 from sandbox_image.agent import create_agent_app
-from sandbox_image.code.daemon import RunnerDaemon
+from sandbox_image.code.serving import RunnerDaemon
 from sandbox_image.config import SandboxSettings
 
 T = TypeVar("T")

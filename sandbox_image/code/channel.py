@@ -27,6 +27,10 @@ import struct
 from typing import Any
 
 HELLO = "boxwright-runner/1"
+# The defaults of SandboxSettings.runner_socket / runner_user, here because the daemon's handshake reads
+# them before it loads the settings library (sandbox_image.code.daemon).
+RUNNER_SOCKET = "/run/boxwright/runner.sock"
+RUNNER_USER = "runner"
 HELLO_TIMEOUT_S = 5.0
 # A line holds one request or answer: code, outputs and files are capped well below this (rpc.models).
 MAX_LINE_BYTES = 80 * 1024 * 1024

@@ -14,6 +14,12 @@ connected to the agent and said hello (`confirm_connected`), which ends the host
 `take_over` refuses to run as root or as any user but the configured runner user. It also makes the
 daemon a child subreaper (processes a run leaves behind are reparented to it, so it can end them:
 procs.Children) and the OOM killer's second choice, after code processes (which spawn makes the first).
+
+Every sandbox start waits for that handshake while the agent boots on the same busy cores, so this
+module gets there on the standard library alone: the two settings it needs (runner user and socket)
+are read from the environment as rpc.envvars names them; pydantic, the settings object and what serves
+code.run (sandbox_image.code.serving) are loaded after the hello, while the start is already done.
+Requests that arrive meanwhile wait in the socket.
 """
 
 from __future__ import annotations
@@ -25,124 +31,47 @@ import sys
 if __name__ == "__main__" and "ssl" not in sys.modules:
     sys.modules["ssl"] = None  # type: ignore[assignment]  # the import system's "no such module" marker
 
-import argparse
-import asyncio
 import contextlib
 import ctypes
-import logging
 import os
 import pwd
 import signal
+import socket
 import time
 from collections.abc import Callable
 
-from rpc.settings import SettingsError
-from sandbox_image import AGENT_VERSION
-from sandbox_image.code import handlers
-from sandbox_image.code.background import ProcessManager
-from sandbox_image.code.channel import MAX_LINE_BYTES, hello, line
-from sandbox_image.code.procs import DAEMON_OOM_SCORE_ADJ
-from sandbox_image.code.runner import CodeRunner
-from sandbox_image.config import SandboxSettings, load_or_exit
-from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.logs import setup_logging
+from rpc.envvars import env_value
+from sandbox_image.code.channel import RUNNER_SOCKET, RUNNER_USER, hello
 
 READY_LINE = b"ready\n"
 ACCEPTED_LINE = b"ok\n"
 CONNECT_TIMEOUT_S = 60.0  # the agent may still be starting: its socket appears when it listens
-SECRET_TIMEOUT_S = 30.0
+CONNECT_RETRY_S = 0.02
 TAKE_OVER_PASSES = 50
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
-ZOMBIE_SWEEP_S = 5.0
-log = logging.getLogger("boxwright.runner")
+USAGE = "usage: python3 -m sandbox_image.code.daemon [--take-over]"
 
 
-class RunnerDaemon:
-    """The daemon's work: its dispatcher, runs and background processes, and one connection to the agent."""
-
-    def __init__(self, settings: SandboxSettings, *, subreaper: bool = False) -> None:
-        self.settings = settings
-        self.dispatcher = Dispatcher("runner")
-        self.runner = CodeRunner(settings)
-        self.runner.children.subreaper = subreaper
-        self.processes = ProcessManager(self.runner)
-        handlers.register(self.dispatcher, self.runner, self.processes)
-        self._writer: asyncio.StreamWriter | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.on_connected: Callable[[], None] | None = None  # called once the hello is sent
-
-    async def serve(self, secret: str, *, connect_within_s: float = CONNECT_TIMEOUT_S) -> None:
-        """Connect, say hello, answer requests until the agent hangs up (or this task is cancelled)."""
-        reader, writer = await self._connect(connect_within_s)
-        self._writer = writer
-        lock = asyncio.Lock()
-
-        async def answer(raw: bytes) -> None:
-            response = await self.dispatcher.dispatch_bytes(raw)
-            async with lock:
-                with contextlib.suppress(ConnectionError):
-                    writer.write(line(response))
-                    await writer.drain()
-
-        reaping = asyncio.create_task(self._reap_zombies())
-        try:
-            writer.write(hello(secret))
-            await writer.drain()
-            log.info("connected to the agent at %s", self.settings.runner_socket)
-            if self.on_connected is not None:
-                self.on_connected()
-            while raw := await reader.readline():
-                task = asyncio.create_task(answer(raw))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-        except (ConnectionError, ValueError):  # ValueError: an over-long line
-            pass
-        finally:
-            reaping.cancel()
-            await self.close()
-
-    async def _reap_zombies(self) -> None:
-        while True:
-            await asyncio.sleep(ZOMBIE_SWEEP_S)
-            self.runner.children.reap_zombies()
-
-    async def _connect(self, within_s: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        deadline = time.monotonic() + within_s
-        while True:
-            try:
-                return await asyncio.open_unix_connection(self.settings.runner_socket, limit=MAX_LINE_BYTES)
-            except (FileNotFoundError, ConnectionRefusedError):
-                if time.monotonic() > deadline:
-                    raise SettingsError(f"no agent listens on {self.settings.runner_socket}") from None
-                await asyncio.sleep(0.02)
-
-    async def close(self) -> None:
-        """Stop answering and kill every background process (the daemon is going away)."""
-        for task in list(self._tasks):
-            task.cancel()
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        await self.processes.shutdown()
+class StartRefused(Exception):
+    """The daemon cannot start safely here (printed on stderr, exit 2)."""
 
 
 # -- taking over (only in the real daemon process, never in tests) -----------------------------
-def take_over(settings: SandboxSettings) -> tuple[str, int | None]:
+def take_over(runner_user: str) -> tuple[str, int | None]:
     """Become the only, untraceable process of the runner user, then read the secret from stdin.
-    Returns the secret and an open fd on this process's oom_score_adj (procs.Children.oom_score_fd)."""
+    Returns the secret and an open fd on this process's oom_score_adj (procs.Children.keep_oom_score)."""
     me = pwd.getpwuid(os.getuid()).pw_name
-    if os.getuid() == 0 or me != settings.runner_user:
-        raise SettingsError(f"--take-over runs only as the runner user {settings.runner_user!r}, not {me!r}")
+    if os.getuid() == 0 or me != runner_user:
+        raise StartRefused(f"--take-over runs only as the runner user {runner_user!r}, not {me!r}")
     # Before becoming non-dumpable, which makes our /proc files root's.
     oom_score_fd: int | None = None
     with contextlib.suppress(OSError):
         oom_score_fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
-        os.write(oom_score_fd, str(DAEMON_OOM_SCORE_ADJ).encode())
     libc = ctypes.CDLL(None, use_errno=True)
     for option, value in ((PR_SET_DUMPABLE, 0), (PR_SET_CHILD_SUBREAPER, 1)):
         if libc.prctl(option, value, 0, 0, 0) != 0:
-            raise SettingsError(f"prctl({option}, {value}) failed: {os.strerror(ctypes.get_errno())}")
+            raise StartRefused(f"prctl({option}, {value}) failed: {os.strerror(ctypes.get_errno())}")
     for _ in range(TAKE_OVER_PASSES):
         others = [pid for pid in _pids_of(os.getuid()) if pid != os.getpid()]
         if not others:
@@ -152,14 +81,14 @@ def take_over(settings: SandboxSettings) -> tuple[str, int | None]:
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.01)
     else:
-        raise SettingsError("other processes of the runner user keep appearing; refusing to start")
+        raise StartRefused("other processes of the runner user keep appearing; refusing to start")
     if _tracer() != 0:
-        raise SettingsError("this process is being traced; refusing to start")
+        raise StartRefused("this process is being traced; refusing to start")
     sys.stdout.buffer.write(READY_LINE)
     sys.stdout.flush()
     secret = sys.stdin.buffer.readline(4096).strip().decode("ascii", "replace")
     if not secret:
-        raise SettingsError("no secret on stdin")
+        raise StartRefused("no secret on stdin")
     return secret, oom_score_fd
 
 
@@ -202,34 +131,81 @@ def _tracer() -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m sandbox_image.code.daemon")
-    parser.add_argument("--take-over", action="store_true", help="the sandbox's runner (see the module doc)")
-    args = parser.parse_args(argv)
-    settings = load_or_exit("runner")
-    setup_logging("runner", settings.log_level)
+def handshake(
+    secret: str, path: str, *, confirm: Callable[[], None] | None = None, within_s: float = CONNECT_TIMEOUT_S
+) -> socket.socket:
+    """Connect to the agent's runner socket (it appears once the agent listens), say hello, then `confirm`:
+    the host's handshake ends only once the daemon has reached the agent."""
+    sock = _connect(path, within_s)
     try:
-        secret, oom_score_fd = take_over(settings) if args.take_over else (sys.stdin.readline().strip(), None)
-        log.info("code runner %s (uid %d) connecting to %s", AGENT_VERSION, os.getuid(), settings.runner_socket)
-        daemon = RunnerDaemon(settings, subreaper=args.take_over)
-        daemon.runner.children.oom_score_fd = oom_score_fd
-        if args.take_over:
-            daemon.on_connected = confirm_connected
-        asyncio.run(_run(daemon, secret))
-    except SettingsError as exc:
+        sock.sendall(hello(secret))
+    except OSError:
+        sock.close()
+        raise
+    if confirm is not None:
+        confirm()
+    return sock
+
+
+def _connect(path: str, within_s: float) -> socket.socket:
+    deadline = time.monotonic() + within_s
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if time.monotonic() > deadline:
+                raise StartRefused(f"no agent listens on {path}") from None
+            time.sleep(CONNECT_RETRY_S)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args not in ([], ["--take-over"]):
+        print(USAGE, file=sys.stderr)
+        return 2
+    taking_over = bool(args)
+    runner_user, runner_socket = env_value("runner_user", RUNNER_USER), env_value("runner_socket", RUNNER_SOCKET)
+    try:
+        secret, oom_score_fd = take_over(runner_user) if taking_over else (sys.stdin.readline().strip(), None)
+        sock = handshake(secret, runner_socket, confirm=confirm_connected if taking_over else None)
+    except (StartRefused, OSError) as exc:
         print(f"boxwright runner: {exc}", file=sys.stderr)
         return 2
+    return serve(sock, (runner_user, runner_socket), oom_score_fd, subreaper=taking_over)
+
+
+def serve(sock: socket.socket, handshake: tuple[str, str], oom_score_fd: int | None, *, subreaper: bool) -> int:
+    """Load the settings and the serving side (the start no longer waits) and answer until the agent hangs up."""
+    import asyncio
+
+    from sandbox_image import AGENT_VERSION
+    from sandbox_image.code.serving import RunnerDaemon
+    from sandbox_image.config import load_or_exit
+    from sandbox_image.logs import setup_logging
+
+    settings = load_or_exit("runner")
+    if (settings.runner_user, settings.runner_socket) != handshake:  # e.g. a variable named in other case
+        print(f"boxwright runner: settings disagree with the handshake's {handshake}", file=sys.stderr)
+        return 2
+    log = setup_logging("runner", settings.log_level)
+    log.info("code runner %s (uid %d) admitted at %s", AGENT_VERSION, os.getuid(), settings.runner_socket)
+    daemon = RunnerDaemon(settings, subreaper=subreaper)
+    daemon.runner.children.keep_oom_score(oom_score_fd)
+
+    async def run() -> None:
+        serving = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if serving is not None:
+                loop.add_signal_handler(sig, serving.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await daemon.serve_admitted(sock)
+
+    asyncio.run(run())
     return 0
-
-
-async def _run(daemon: RunnerDaemon, secret: str) -> None:
-    serving = asyncio.current_task()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        if serving is not None:
-            loop.add_signal_handler(sig, serving.cancel)
-    with contextlib.suppress(asyncio.CancelledError):
-        await daemon.serve(secret)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,12 @@ class Children:
     # file is root's): a child inherits the score at fork, so the daemon raises its own for each spawn.
     oom_score_fd: int | None = None
 
+    def keep_oom_score(self, fd: int | None) -> None:
+        """Take the daemon's /proc/self/oom_score_adj, opened while it still could (the take-over), and set
+        the daemon's own score there."""
+        self.oom_score_fd = fd
+        self._oom_score(DAEMON_OOM_SCORE_ADJ)
+
     @contextmanager
     def spawn(self) -> Iterator[None]:
         """Around a spawn: until its pid is in `started`, no orphan may be judged (it could be that one);

@@ -29,7 +29,7 @@ from host.sandboxes.manager import SandboxManager  # noqa: E402
 from host.services import Services  # noqa: E402
 from host.testing.fake_backend import FakeBackend  # noqa: E402
 from sandbox_image.agent import create_agent_app  # noqa: E402
-from sandbox_image.code.daemon import RunnerDaemon  # noqa: E402
+from sandbox_image.code.serving import RunnerDaemon  # noqa: E402
 from sandbox_image.config import SandboxSettings  # noqa: E402
 from tests.unit.browser_harness import browser_fixture, session_fixture, site_fixture  # noqa: E402, F401 (fixtures)
 

@@ -33,7 +33,7 @@ def test_the_agent_starts_without_the_scrape_engine_and_playwright(agent_config:
 
 RUNNER_CHECK = """
 import sys
-import sandbox_image.code.daemon
+import sandbox_image.code.serving
 unserved = ("rpc.methods", "rpc.models.browser", "rpc.models.tasks", "rpc.models.scrape", "rpc.models.templates")
 print(sorted(m for m in unserved if m in sys.modules))
 """
@@ -43,6 +43,22 @@ def test_the_code_runner_loads_only_the_models_of_the_methods_it_serves() -> Non
     """Every sandbox start waits for the runner to boot on busy cores: it imports rpc.runner_methods, not
     the whole table with the browser, template and scrape models (issue 12, cold create)."""
     out = subprocess.run([sys.executable, "-c", RUNNER_CHECK], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+HANDSHAKE_CHECK = """
+import sys
+import sandbox_image.code.daemon
+heavy = ("pydantic", "pydantic_settings", "asyncio", "argparse", "rpc.settings", "sandbox_image.config")
+print(sorted(m for m in heavy if m in sys.modules))
+"""
+
+
+def test_the_code_runners_handshake_needs_only_the_standard_library() -> None:
+    """The runner's entry takes over and says hello before it loads pydantic, the settings or asyncio: every
+    sandbox start waits for that hello while the agent boots on the same cores (issue 12, cold create)."""
+    out = subprocess.run([sys.executable, "-c", HANDSHAKE_CHECK], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
@@ -92,7 +108,12 @@ def test_the_agent_and_the_runner_run_without_openssl(agent_config: SandboxSetti
         else:
             raise AssertionError("the agent did not answer /healthz with its runner connected")
         assert runner is not None
-        for proc, marker in ((agent, "_http_parser"), (runner, "python")):
+        # The runner loads asyncio, then the settings (pydantic's core) after its hello: wait for the latter.
+        for _ in range(600):
+            if "_pydantic_core" in Path(f"/proc/{runner.pid}/maps").read_text():
+                break
+            time.sleep(0.05)
+        for proc, marker in ((agent, "_http_parser"), (runner, "_pydantic_core")):
             maps = Path(f"/proc/{proc.pid}/maps").read_text()
             assert marker in maps
             assert "libssl" not in maps and "_ssl." not in maps, proc.args

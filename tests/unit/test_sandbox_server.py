@@ -10,6 +10,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 import time
 from asyncio.subprocess import PIPE
 from pathlib import Path
@@ -26,9 +27,10 @@ from rpc.models.files import FileReadParams, FileReadResult
 from rpc.models.sandbox import Health, SandboxInfoParams, SandboxInfoResult
 from rpc.settings import SettingsError
 from sandbox_image.code import client as code_client
+from sandbox_image.code import daemon
 from sandbox_image.code.channel import hello
 from sandbox_image.code.client import share_socket
-from sandbox_image.code.daemon import RunnerDaemon
+from sandbox_image.code.serving import RunnerDaemon
 from sandbox_image.config import SandboxSettings, load_or_exit, with_secrets_file
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.server import build_app
@@ -69,30 +71,45 @@ async def test_healthz_reports_a_running_runner(agent_with_runner: Client) -> No
     assert health.codeRunnerReady
 
 
-async def test_runner_confirms_to_the_host_only_once_connected(agent: Client, agent_config: SandboxSettings) -> None:
+async def test_runner_confirms_to_the_host_only_once_connected(
+    agent: Client, auth_headers: dict[str, str], agent_config: SandboxSettings
+) -> None:
     # The host's handshake ends at the daemon's `ok`: it must come after the hello, so a daemon that dies
-    # before reaching the agent fails the start at once (host.backends.runner) instead of timing out.
-    daemon = RunnerDaemon(agent_config)
-    confirmed = asyncio.Event()
-    daemon.on_connected = confirmed.set
-    serving = asyncio.create_task(daemon.serve(RUNNER_SECRET, connect_within_s=10))
+    # before reaching the agent fails the start at once (host.backends.runner) instead of timing out. The
+    # daemon serves on the connection its handshake opened (sandbox_image.code.daemon).
+    confirmed = threading.Event()
+    sock = await asyncio.to_thread(
+        daemon.handshake, RUNNER_SECRET, agent_config.runner_socket, confirm=confirmed.set, within_s=10
+    )
+    assert confirmed.is_set()
+    serving = asyncio.create_task(RunnerDaemon(agent_config).serve_admitted(sock))
     try:
-        await asyncio.wait_for(confirmed.wait(), 10)
         for _ in range(500):
             if Health.model_validate(await (await agent.get("/healthz")).json()).codeRunnerReady:
                 break
             await asyncio.sleep(0.01)
         else:
             raise AssertionError("the runner confirmed but the agent never saw it")
+        body = await call(agent, auth_headers, "code.run", language="bash", code="echo admitted")
+        assert body["result"]["stdout"] == "admitted\n"
     finally:
         await stop_runner(serving)
 
 
-async def test_runner_that_cannot_reach_the_agent_never_confirms(runner_config: SandboxSettings) -> None:
-    daemon = RunnerDaemon(runner_config)  # nobody listens on its socket
-    daemon.on_connected = lambda: pytest.fail("confirmed without an agent")
+def test_runner_that_cannot_reach_the_agent_never_confirms(runner_config: SandboxSettings) -> None:
+    # nobody listens on its socket
+    with pytest.raises(daemon.StartRefused, match="no agent listens"):
+        daemon.handshake(
+            RUNNER_SECRET,
+            runner_config.runner_socket,
+            confirm=lambda: pytest.fail("confirmed without an agent"),
+            within_s=0.2,
+        )
+
+
+async def test_runner_without_its_agent_in_process_never_serves(runner_config: SandboxSettings) -> None:
     with pytest.raises(SettingsError, match="no agent listens"):
-        await daemon.serve(RUNNER_SECRET, connect_within_s=0.2)
+        await RunnerDaemon(runner_config).serve(RUNNER_SECRET, connect_within_s=0.2)
 
 
 @pytest.mark.parametrize(

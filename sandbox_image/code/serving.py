@@ -1,0 +1,96 @@
+"""The code runner daemon's work once it is admitted: its dispatcher, runs and background processes,
+and its one connection to the agent (the process, its take-over and handshake: sandbox_image.code.daemon)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+
+from rpc.settings import SettingsError
+from sandbox_image.code import handlers
+from sandbox_image.code.background import ProcessManager
+from sandbox_image.code.channel import MAX_LINE_BYTES, hello, line
+from sandbox_image.code.runner import CodeRunner
+from sandbox_image.config import SandboxSettings
+from sandbox_image.dispatcher import Dispatcher
+
+CONNECT_TIMEOUT_S = 60.0  # the agent may still be starting: its socket appears when it listens
+ZOMBIE_SWEEP_S = 5.0
+log = logging.getLogger("boxwright.runner")
+
+
+class RunnerDaemon:
+    """The daemon's work: its dispatcher, runs and background processes, and one connection to the agent."""
+
+    def __init__(self, settings: SandboxSettings, *, subreaper: bool = False) -> None:
+        self.settings = settings
+        self.dispatcher = Dispatcher("runner")
+        self.runner = CodeRunner(settings)
+        self.runner.children.subreaper = subreaper
+        self.processes = ProcessManager(self.runner)
+        handlers.register(self.dispatcher, self.runner, self.processes)
+        self._writer: asyncio.StreamWriter | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def serve(self, secret: str, *, connect_within_s: float = CONNECT_TIMEOUT_S) -> None:
+        """Connect, say hello, answer requests until the agent hangs up (or this task is cancelled)."""
+        reader, writer = await self._connect(connect_within_s)
+        writer.write(hello(secret))
+        await writer.drain()
+        log.info("connected to the agent at %s", self.settings.runner_socket)
+        await self._answer(reader, writer)
+
+    async def serve_admitted(self, sock: socket.socket) -> None:
+        """Answer requests on `sock`, a connection that has said its hello already (the daemon's handshake)."""
+        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=MAX_LINE_BYTES)
+        await self._answer(reader, writer)
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        lock = asyncio.Lock()
+
+        async def answer(raw: bytes) -> None:
+            response = await self.dispatcher.dispatch_bytes(raw)
+            async with lock:
+                with contextlib.suppress(ConnectionError):
+                    writer.write(line(response))
+                    await writer.drain()
+
+        reaping = asyncio.create_task(self._reap_zombies())
+        try:
+            while raw := await reader.readline():
+                task = asyncio.create_task(answer(raw))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        except (ConnectionError, ValueError):  # ValueError: an over-long line
+            pass
+        finally:
+            reaping.cancel()
+            await self.close()
+
+    async def _reap_zombies(self) -> None:
+        while True:
+            await asyncio.sleep(ZOMBIE_SWEEP_S)
+            self.runner.children.reap_zombies()
+
+    async def _connect(self, within_s: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        deadline = time.monotonic() + within_s
+        while True:
+            try:
+                return await asyncio.open_unix_connection(self.settings.runner_socket, limit=MAX_LINE_BYTES)
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline:
+                    raise SettingsError(f"no agent listens on {self.settings.runner_socket}") from None
+                await asyncio.sleep(0.02)
+
+    async def close(self) -> None:
+        """Stop answering and kill every background process (the daemon is going away)."""
+        for task in list(self._tasks):
+            task.cancel()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        await self.processes.shutdown()
