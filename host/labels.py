@@ -41,6 +41,10 @@ ROLE = PREFIX + "role"  # on helper containers that are not sandboxes (the netwo
 # start — on swarm by a versioned label update, so of several servers exactly one gets it).
 CLAIMED_BY = PREFIX + "claimed-by"
 JOB = PREFIX + "job"  # on a throw-away sandbox made for one job (a template run): the job's id
+# On a swarm sandbox's service: the id its image tag named on every sandbox node when it was created (not
+# sealed: a backend's note, read only to tell pooled sandboxes of an old image; the docker backend asks
+# the container instead).
+IMAGE_ID = PREFIX + "image-id"
 # "1" on a sandbox started for the warm pool: its owner, name, TTL and token are set when it is claimed
 # and kept in the state dir (host.sandboxes.overlay), since labels cannot change.
 POOL = PREFIX + "pool"

@@ -214,10 +214,17 @@ class SwarmBackend(SandboxBackend):
         """On every sandbox node (a node without it rejects the task: no registry to pull from)."""
         return not self.nodes_missing_image(image)
 
-    def image_id(self, image: str) -> None:
-        """Not told: each node holds its own copy (`boxwright image push-nodes`), and a task's container is on
-        its node's engine — so the warm pool does not judge pooled sandboxes by image id on swarm."""
-        return None
+    def image_id(self, image: str) -> str | None:
+        """The id `image` names on every sandbox node (`boxwright image push-nodes` copies one image, id and
+        all); None when a node lacks it or the nodes disagree, and the warm pool then judges no pooled
+        sandbox by its image."""
+        ids = set()
+        for node in self.sandbox_nodes():
+            try:
+                ids.add(self.node(node["ID"]).client.images.get(image).id)
+            except (docker.errors.ImageNotFound, BoxwrightError):
+                return None
+        return ids.pop() if len(ids) == 1 else None
 
     def set_cpu_shares(self, container_id: str, shares: int) -> None:
         """A no-op: a swarm service has no CPU weight (pooled sandboxes run at the normal one there)."""
@@ -294,7 +301,7 @@ class SwarmBackend(SandboxBackend):
                     _retry(net.remove, f"removing network {net.name}", timeout_s=5.0)
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def service_spec(self, spec: StartSpec, secret_id: str) -> dict[str, Any]:
+    def service_spec(self, spec: StartSpec, secret_id: str, image_id: str | None = None) -> dict[str, Any]:
         """The `create_service` arguments of a sandbox (public for measurements, like run_kwargs)."""
         limits = Limits.of(self.settings)
         sid = spec.sandbox_id
@@ -355,7 +362,7 @@ class SwarmBackend(SandboxBackend):
         return {
             "task_template": task_template,
             "name": opaque_name(),
-            "labels": spec.labels,
+            "labels": {**spec.labels, labels.IMAGE_ID: image_id} if image_id else spec.labels,
             "mode": {"Replicated": {"Replicas": 1}},
             "endpoint_spec": {
                 "Mode": "dnsrr",
@@ -373,7 +380,8 @@ class SwarmBackend(SandboxBackend):
             secret = self.manager.secrets.create(
                 name=self.secret_name(spec.sandbox_id), data=hashes, labels=spec.labels
             )
-            created = self.manager.api.create_service(**self.service_spec(spec, secret.id or ""))
+            image_id = self.image_id(spec.image)
+            created = self.manager.api.create_service(**self.service_spec(spec, secret.id or "", image_id))
             task = self._wait_running(created["ID"], time.monotonic() + self.settings.startup_timeout)
         except BaseException as exc:
             with contextlib.suppress(Exception):
@@ -391,6 +399,7 @@ class SwarmBackend(SandboxBackend):
             status="running",
             labels=spec.labels,
             agent_url=self._agent_url(task),
+            image_id=image_id or "",
         )
 
     def _wait_running(self, service_id: str, deadline: float) -> Task:
@@ -622,6 +631,7 @@ class SwarmBackend(SandboxBackend):
             status=status,
             labels=lab,
             agent_url=self._agent_url(task) if task else None,
+            image_id=lab.get(labels.IMAGE_ID, ""),
         )
 
 

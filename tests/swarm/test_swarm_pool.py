@@ -6,6 +6,9 @@ neither adopts nor removes the other's live ones."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import secrets
 import shutil
 import signal
 import time
@@ -16,6 +19,7 @@ import anyio
 import docker
 
 from host import identity, labels
+from host.backends.swarm_images import push_image
 from tests.integration.conftest import HttpServer
 from tests.integration.mcp_helpers import http_session
 from tests.swarm.cluster import SwarmCluster
@@ -29,9 +33,9 @@ CREATES_PER_SERVER = 10  # the issue's 20 at once, over two servers: 2 each from
 STARTUP_TIMEOUT_S = 300
 
 
-def wait_pool_full(server: HttpServer, deadline_s: float = 180) -> None:
+def wait_pool_full(server: HttpServer, deadline_s: float = 180, pool: int = POOL) -> None:
     deadline = time.monotonic() + deadline_s
-    while f"({POOL} of {POOL})" not in server.log():
+    while f"({pool} of {pool})" not in server.log():
         assert server.proc.poll() is None and time.monotonic() < deadline, server.log()
         time.sleep(0.5)
 
@@ -149,3 +153,70 @@ async def test_two_servers_with_pools_hand_out_20_distinct_sandboxes_and_keep_to
             if server is not None:
                 server.stop()  # graceful: each removes its sandboxes and drains its pool
     assert leftovers(swarm_cluster, ns) == []
+
+
+async def test_a_restarted_server_drains_pooled_sandboxes_of_an_image_the_nodes_no_longer_hold(
+    swarm_cluster: SwarmCluster, swarm_namespace: str, tmp_path: Path
+) -> None:
+    """Issue 12 on a swarm: a pooled sandbox is never handed out from a stale image. A tiny derived image
+    (another id) is copied to both nodes under the tag the first server uses; its pooled sandbox's service
+    records that id. The tag then moves to the test image on every node, as `push-nodes` after a rebuild
+    does: the second server adopts no pooled sandbox of the old id, but removes and replaces it."""
+    ns = f"{swarm_namespace}-stale"
+    repo, tag = "boxwright-test-stale", secrets.token_hex(4)
+    stale = f"{repo}:{tag}"
+    main = docker.from_env(timeout=300)
+    old, _ = main.images.build(
+        fileobj=io.BytesIO(f"FROM {swarm_cluster.image}\nLABEL io.boxwright.test-stale={tag}\n".encode()),
+        tag=stale,
+        rm=True,
+    )
+    nodes = {n.name: n.docker for n in swarm_cluster.nodes}
+    push_image(main, nodes, stale, lambda _: None)
+    env = swarm_env(swarm_cluster, ns, tmp_path / "state", BOXWRIGHT_POOL_SIZE="1") | {"BOXWRIGHT_IMAGE": stale}
+    mgr: docker.DockerClient = swarm_cluster.manager.docker
+
+    def pooled() -> dict[str, str]:
+        found = mgr.services.list(filters={"label": [f"{labels.NAMESPACE}={ns}", f"{labels.POOL}=1"]})
+        return {
+            s.attrs["Spec"]["Labels"][labels.SANDBOX]: s.attrs["Spec"]["Labels"].get(labels.IMAGE_ID, "") for s in found
+        }
+
+    def pooled_without(gone: dict[str, str]) -> dict[str, str]:
+        deadline = time.monotonic() + 60
+        while set(gone) & set(now := pooled()) and time.monotonic() < deadline:  # removed in the background
+            time.sleep(0.5)
+        return now
+
+    try:
+        first = HttpServer(env, tmp_path / "first.log", ["--backend", "swarm", "--keep-sandboxes"])
+        try:
+            wait_pool_full(first, pool=1)
+        finally:
+            first.stop()  # graceful, keeping its sandboxes: the pool is handed over
+        before = pooled()
+        assert list(before.values()) == [old.id], before
+
+        current = main.images.get(swarm_cluster.image).id
+        for client in nodes.values():
+            assert client.images.get(swarm_cluster.image).tag(repo, tag)  # the tag moves on every node
+        second = HttpServer(env, tmp_path / "second.log", ["--backend", "swarm"])
+        try:
+            wait_pool_full(second, pool=1)
+            now = pooled_without(before)
+            assert not set(before) & set(now) and list(now.values()) == [current], (before, now)
+            assert "an old image" in second.log()
+            async with http_session(second.url) as s:
+                fresh = await s.ok("sandbox_create", {})
+                assert fresh["fromPool"] and fresh["sandboxId"] in now
+                ran = await s.ok("code_run", {"sandboxId": fresh["sandboxId"], "language": "bash", "code": "echo ok"})
+                assert ran["stdout"] == "ok\n"
+        finally:
+            second.stop()
+        assert leftovers(swarm_cluster, ns) == []
+    finally:
+        for client in [main, *nodes.values()]:
+            with contextlib.suppress(docker.errors.APIError):
+                client.images.remove(stale)
+            with contextlib.suppress(docker.errors.APIError):
+                client.images.remove(old.id)
