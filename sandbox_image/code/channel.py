@@ -16,7 +16,7 @@ then has no runner (`codeRunnerReady: false`) and the host starts a new daemon o
 
 On the wire: one JSON object per line. The daemon's first line is `{"hello": HELLO, "secret": …}`;
 then the agent sends JSON-RPC requests (rpc.envelope) and the daemon answers each, in any order,
-matched by id.
+matched by id — or, if it cannot serve at all, says `{"fatal": …}` once and hangs up.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ HELLO = "boxwright-runner/1"
 # them before it loads the settings library (sandbox_image.code.daemon).
 RUNNER_SOCKET = "/run/boxwright/runner.sock"
 RUNNER_USER = "runner"
+# A daemon that cannot load what serves code.run after its hello says why in one line, `{FATAL: "…"}`, and
+# hangs up: the agent logs it (its log reaches the host's diagnostics; the daemon's stderr does not).
+FATAL = "fatal"
 HELLO_TIMEOUT_S = 5.0
 # A line holds one request or answer: code, outputs and files are capped well below this (rpc.models).
 MAX_LINE_BYTES = 80 * 1024 * 1024

@@ -29,7 +29,7 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.methods import BY_NAME, RUNNER_METHODS, Method
 from rpc.models.base import Params, Result
 from rpc.settings import SettingsError
-from sandbox_image.code.channel import HELLO_TIMEOUT_S, MAX_LINE_BYTES, peer_credentials, read_hello
+from sandbox_image.code.channel import FATAL, HELLO_TIMEOUT_S, MAX_LINE_BYTES, peer_credentials, read_hello
 from sandbox_image.dispatcher import Dispatcher, Handler
 
 SOCKET_MODE = 0o660
@@ -174,9 +174,13 @@ class RunnerLink:
         try:
             while raw := await conn.reader.readline():
                 try:
-                    request_id = json.loads(raw).get("id")
+                    message = json.loads(raw)
+                    request_id = message.get("id")
                 except (ValueError, AttributeError):
                     log.warning("the code runner sent an unreadable line; dropping it")
+                    break
+                if FATAL in message:
+                    log.error("the code runner (pid %d) cannot serve: %s", conn.pid, str(message[FATAL])[:1000])
                     break
                 _method, waiting = conn.pending.get(request_id, (None, None))
                 if waiting is not None and not waiting.done():

@@ -39,9 +39,13 @@ import signal
 import socket
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rpc.envvars import env_value
-from sandbox_image.code.channel import RUNNER_SOCKET, RUNNER_USER, hello
+from sandbox_image.code.channel import FATAL, RUNNER_SOCKET, RUNNER_USER, hello, line
+
+if TYPE_CHECKING:
+    from sandbox_image.code.serving import RunnerDaemon
 
 READY_LINE = b"ready\n"
 ACCEPTED_LINE = b"ok\n"
@@ -178,21 +182,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve(sock: socket.socket, handshake: tuple[str, str], oom_score_fd: int | None, *, subreaper: bool) -> int:
-    """Load the settings and the serving side (the start no longer waits) and answer until the agent hangs up."""
+    """Load the settings and the serving side (the start no longer waits) and answer until the agent hangs up.
+    A failure to load goes to the agent's log (channel.FATAL): this process's stderr ended with the handshake."""
     import asyncio
 
-    from sandbox_image import AGENT_VERSION
-    from sandbox_image.code.serving import RunnerDaemon
-    from sandbox_image.config import load_or_exit
-    from sandbox_image.logs import setup_logging
-
-    settings = load_or_exit("runner")
-    if (settings.runner_user, settings.runner_socket) != handshake:  # e.g. a variable named in other case
-        print(f"boxwright runner: settings disagree with the handshake's {handshake}", file=sys.stderr)
+    try:
+        daemon = _load(handshake, subreaper=subreaper)
+    except Exception as exc:
+        with contextlib.suppress(OSError):
+            sock.sendall(line({FATAL: f"{type(exc).__name__}: {exc}"[:1000]}))
+        sock.close()
         return 2
-    log = setup_logging("runner", settings.log_level)
-    log.info("code runner %s (uid %d) admitted at %s", AGENT_VERSION, os.getuid(), settings.runner_socket)
-    daemon = RunnerDaemon(settings, subreaper=subreaper)
     daemon.runner.children.keep_oom_score(oom_score_fd)
 
     async def run() -> None:
@@ -206,6 +206,20 @@ def serve(sock: socket.socket, handshake: tuple[str, str], oom_score_fd: int | N
 
     asyncio.run(run())
     return 0
+
+
+def _load(handshake: tuple[str, str], *, subreaper: bool) -> RunnerDaemon:
+    from sandbox_image import AGENT_VERSION
+    from sandbox_image.code.serving import RunnerDaemon
+    from sandbox_image.config import SandboxSettings
+    from sandbox_image.logs import setup_logging
+
+    settings = SandboxSettings.load()
+    if (settings.runner_user, settings.runner_socket) != handshake:  # e.g. a variable named in other case
+        raise StartRefused(f"the settings disagree with the handshake's {handshake}")
+    log = setup_logging("runner", settings.log_level)
+    log.info("code runner %s (uid %d) admitted at %s", AGENT_VERSION, os.getuid(), settings.runner_socket)
+    return RunnerDaemon(settings, subreaper=subreaper)
 
 
 if __name__ == "__main__":

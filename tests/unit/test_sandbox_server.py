@@ -96,6 +96,22 @@ async def test_runner_confirms_to_the_host_only_once_connected(
         await stop_runner(serving)
 
 
+async def test_a_runner_that_cannot_load_after_its_hello_says_why_in_the_agents_log(
+    agent: Client, agent_config: SandboxSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its stderr ended with the host's handshake: the agent's log (which the host's diagnostics read) says why.
+    sock = await asyncio.to_thread(daemon.handshake, RUNNER_SECRET, agent_config.runner_socket, within_s=10)
+    elsewhere = ("nobody", "/nowhere/runner.sock")  # what this process's settings are not: refused at the load
+    assert await asyncio.to_thread(daemon.serve, sock, elsewhere, None, subreaper=False) == 2
+    for _ in range(500):
+        if "cannot serve: StartRefused: the settings disagree" in caplog.text:
+            break
+        await asyncio.sleep(0.01)
+    else:
+        raise AssertionError(caplog.text)
+    assert not Health.model_validate(await (await agent.get("/healthz")).json()).codeRunnerReady
+
+
 def test_runner_that_cannot_reach_the_agent_never_confirms(runner_config: SandboxSettings) -> None:
     # nobody listens on its socket
     with pytest.raises(daemon.StartRefused, match="no agent listens"):
