@@ -84,5 +84,5 @@ class LiveViewService:
     def call_ended(self, rec: SandboxRecord, method: Method[Any, Any], params: Any) -> None:
         self.activity.call_ended(rec, method, params)
 
-    async def sandbox_removing(self, rec: SandboxRecord) -> None:
+    async def sandbox_removing(self, rec: SandboxRecord, *, reachable: bool) -> None:
         self.views.end_where(rec.id)

@@ -114,11 +114,12 @@ class SnapshotPublisher:
         if session_id is not None:
             self.poke(rec.id, session_id)
 
-    async def sandbox_removing(self, rec: SandboxRecord) -> None:
-        """Last publish of every profile session in a sandbox about to be removed."""
+    async def sandbox_removing(self, rec: SandboxRecord, *, reachable: bool) -> None:
+        """Last publish of every profile session in a sandbox about to be removed (while it can answer)."""
         for binding in self.for_sandbox(rec.id):
             self.unbind(binding)
-            await self.publish_logged(binding, rec)
+            if reachable:
+                await self.publish_logged(binding, rec)
 
     # -- publishing --------------------------------------------------------------------------
     async def export(self, binding: Binding, rec: SandboxRecord | None = None) -> dict[str, Any]:

@@ -65,7 +65,9 @@ class CallListener(Protocol):
 
     def call_ended(self, rec: SandboxRecord, method: Method[Any, Any], params: Any) -> None: ...
 
-    async def sandbox_removing(self, rec: SandboxRecord) -> None: ...
+    async def sandbox_removing(self, rec: SandboxRecord, *, reachable: bool) -> None:
+        """`rec` is about to go; `reachable`: its agent may still answer (it was running or paused)."""
+        ...
 
 
 def _boxwright_error_in(exc: BaseException) -> BoxwrightError | None:
@@ -419,7 +421,9 @@ class SandboxManager:
     async def _diagnose(self, rec: SandboxRecord, exc: BoxwrightError) -> BoxwrightError:
         info = await anyio.to_thread.run_sync(self.backend.inspect, rec.container_id or "")
         if info is None:
-            self.registry.forget(rec)
+            # Removed behind our back: what it leaves (its volume, workspace disk, overlay) goes now too.
+            rec.status = SandboxStatus.EXITED
+            await self._remove(rec, "its container was removed outside Boxwright")
         else:
             rec.status = status_of(info)
         return diagnose(rec, exc, info)
@@ -474,10 +478,10 @@ class SandboxManager:
         was_up = rec.status in (SandboxStatus.RUNNING, SandboxStatus.PAUSED)
         rec.status = SandboxStatus.DESTROYING
         with anyio.CancelScope(shield=True):
-            if was_up and self.listeners:
+            if self.listeners:  # told also of a sandbox that is gone already: they hold state for it
                 with anyio.move_on_after(REMOVING_GRACE_S):
                     for listener in self.listeners:
-                        await listener.sandbox_removing(rec)
+                        await listener.sandbox_removing(rec, reachable=was_up)
             try:
                 await anyio.to_thread.run_sync(self.backend.remove, rec.id, rec.container_id)
             finally:

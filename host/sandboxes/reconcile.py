@@ -94,10 +94,11 @@ class Reconciler:
             ):
                 log.info("removing sandbox %s (%s): stopped and long expired", info.sandbox_id, _by(info))
                 await self.remove(self.record_of(info), "another server's, dead for good")
-        for rec in self.registry:
-            if rec.id not in seen and rec.status is not SandboxStatus.STARTING:
-                log.warning("sandbox %s disappeared (removed outside Boxwright)", rec.id)
-                self.registry.forget(rec)
+        busy = (SandboxStatus.STARTING, SandboxStatus.DESTROYING)  # their own create or removal is under way
+        for rec in [r for r in self.registry if r.id not in seen and r.status not in busy]:
+            log.warning("sandbox %s disappeared (removed outside Boxwright)", rec.id)
+            rec.status = SandboxStatus.EXITED  # nothing to ask its agent any more
+            await self.remove(rec, "removed outside Boxwright: its volume and workspace disk go too")
         await self._remove_orphan_volumes(seen | {rec.id for rec in self.registry})
         live = seen | {rec.id for rec in self.registry}
         await anyio.to_thread.run_sync(

@@ -115,9 +115,11 @@ class FakeBackend(SandboxBackend):
         self._loop.call_soon_threadsafe(container.unpaused.set)
 
     def vanish(self, sandbox_id: str) -> None:
-        """Removed behind Boxwright's back (`docker rm -f`)."""
+        """Removed behind Boxwright's back (`docker rm -f`: its volume stays)."""
         container = self.container(sandbox_id)
-        self.remove(sandbox_id, container.container_id)
+        with self._lock:
+            del self._containers[container.container_id]
+        self._run(self._shut_down(container))
 
     def kill_code_runner(self, sandbox_id: str) -> None:
         container = self.container(sandbox_id)

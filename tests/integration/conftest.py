@@ -93,6 +93,7 @@ class HttpServer:
         self, env: dict[str, str], log_path: Path, extra: list[str] | None = None, *, host: str = "127.0.0.1"
     ) -> None:
         self.host = host
+        self.env = env
         self.port = free_port()
         self.url = f"http://{host}:{self.port}/mcp"
         self.log_path = log_path

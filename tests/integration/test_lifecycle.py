@@ -15,6 +15,11 @@ from tests.integration.conftest import HttpServer, own_env, remove_namespace
 from tests.integration.mcp_helpers import http_session
 
 
+def workspace_images(server: HttpServer, sandbox_id: str) -> list[Path]:
+    """The sandbox's workspace disk images (each bound to a loop device while it exists)."""
+    return list(Path(server.env["BOXWRIGHT_WORKSPACE_DIR"]).glob(f"*/{sandbox_id}.img"))
+
+
 def containers(client: docker.DockerClient, namespace: str) -> dict[str, object]:
     found = client.containers.list(all=True, ignore_removed=True, filters={"label": f"{labels.NAMESPACE}={namespace}"})
     return {c.labels[labels.SANDBOX]: c for c in found}
@@ -97,4 +102,7 @@ async def test_container_removed_behind_our_back_is_reported(
         c.remove(force=True)
         gone = await s.error("code_run", {"sandboxId": sid, "language": "bash", "code": "true"})
         assert gone.code in ("SANDBOX_NOT_FOUND", "SANDBOX_NOT_RUNNING"), gone.text
+        # What the container left goes with it: its workspace volume, disk image and loop device.
+        assert docker_client.volumes.list(filters={"label": f"{labels.SANDBOX}={sid}"}) == []
+        assert workspace_images(http_server, sid) == []
         await s.call("sandbox_destroy", {"sandboxId": sid})

@@ -12,7 +12,7 @@ from host import labels
 from host.config import Settings
 from host.identity import ServerIdentity
 from host.sandboxes.manager import SandboxManager
-from host.sandboxes.models import Caller, SandboxStatus
+from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from host.testing.fake_backend import FakeBackend
 from rpc import methods
 from rpc.deadline import Deadline
@@ -158,6 +158,44 @@ async def test_a_sandbox_removed_behind_our_back_is_gone(sandbox_manager: Sandbo
         await run(sandbox_manager, ALICE)
     assert error_of(info) is ErrorCode.SANDBOX_NOT_FOUND and "removed outside" in info.value.hint
     assert sandbox_manager.list(ALICE) == []
+    assert f"boxwright-{rec.id}-workspace" not in fake.volumes  # what the container left goes too
+
+
+class RemovalLog:
+    """A CallListener that notes which sandboxes it was told are going, and whether they could answer."""
+
+    def __init__(self) -> None:
+        self.removing: list[tuple[str, bool]] = []
+
+    def call_started(self, rec: SandboxRecord, method: object, params: object) -> None:
+        return None
+
+    def call_ended(self, rec: SandboxRecord, method: object, params: object) -> None:
+        return None
+
+    async def sandbox_removing(self, rec: SandboxRecord, *, reachable: bool) -> None:
+        self.removing.append((rec.id, reachable))
+
+
+@pytest.mark.parametrize("noticed_by", ["a call", "the reconcile"])
+async def test_a_sandbox_removed_behind_our_back_leaves_nothing(
+    sandbox_manager: SandboxManager, fake: FakeBackend, noticed_by: str
+) -> None:
+    """Its volume goes (the workspace disk with it), and listeners holding state for it (login profile
+    sessions, live views) are told — without being asked to reach an agent that is gone."""
+    removals = RemovalLog()
+    sandbox_manager.listeners.append(removals)
+    rec = await sandbox_manager.create(ALICE)
+    assert f"boxwright-{rec.id}-workspace" in fake.volumes
+    fake.vanish(rec.id)
+    if noticed_by == "a call":
+        with pytest.raises(BoxwrightError):
+            await run(sandbox_manager, ALICE)
+    else:
+        await sandbox_manager.reconcile()
+    assert sandbox_manager.list(ALICE) == []
+    assert f"boxwright-{rec.id}-workspace" not in fake.volumes
+    assert removals.removing == [(rec.id, False)]
 
 
 async def test_a_frozen_sandbox_is_an_rpc_timeout(sandbox_manager: SandboxManager, fake: FakeBackend) -> None:
