@@ -77,6 +77,7 @@ DENSITY_K = 4  # sandboxes measured together by `density`
 CODE = "print(1)"
 SYSTEM_PYTHON = "/usr/bin/python3"  # what code_run uses (not the agent's venv python)
 PAGE_PORT = 8000
+SETTLE_S = 0.5  # pool_create: the pause before each timed start, for the background work of the last to end
 PAGE_BLOCK = 10  # browser_page: rounds per block before switching between MCP and bare Playwright
 PAGE_HTML = """<!doctype html>
 <html><head><title>Boxwright bench page</title></head>
@@ -906,7 +907,7 @@ async def bench_pool_create(h: Harness, n: int) -> list[Series]:
     """The harness's server (no pool) creates cold; a second server with BOXWRIGHT_POOL_SIZE=1 hands
     out pooled sandboxes, each timed only once the pool has refilled (a refill is not a create), and
     the next round starts once it has refilled again.
-    Interleaved with the bare `docker run` → /healthz baseline."""
+    Interleaved with the bare `docker run` → /healthz baseline, the two taking turns going first."""
     b = "pool_create"
     agent, runner, cold, cold_srv, first_run, pool, pool_srv = Series.group(
         b,
@@ -924,6 +925,15 @@ async def bench_pool_create(h: Harness, n: int) -> list[Series]:
     def refills() -> int:
         return log.read_text(errors="replace").count("ready (1 of 1)")
 
+    async def cold_create() -> tuple[float, dict[str, Any], float]:
+        """A cold sandbox_create, then a code_run right after it, then its destroy."""
+        ms, data = await h.timed_call("sandbox_create", {})
+        first_ms, _ = await h.timed_call(
+            "code_run", {"sandboxId": data["sandboxId"], "language": "bash", "code": "true"}
+        )
+        await h.call("sandbox_destroy", {"sandboxId": data["sandboxId"]})
+        return ms, data, first_ms
+
     # The harness's server makes the namespace network first: two servers creating it at the same
     # moment can end with two networks of one name (the engine's duplicate check is racy).
     c_data = await h.call("sandbox_create", {})
@@ -931,13 +941,17 @@ async def bench_pool_create(h: Harness, n: int) -> list[Series]:
         await h.call("sandbox_destroy", {"sandboxId": c_data["sandboxId"]})
         claims = 0
         for i in range(n + 1):  # the first round is an uncounted warm-up
+            # Each start begins on a settled machine (what came before still finishes in the background: a
+            # refill's code runner loading, a network guard's removal), bare and cold taking turns first.
+            if i % 2:
+                await anyio.sleep(SETTLE_S)
+                c_ms, c_data, f_ms = await cold_create()
+            await anyio.sleep(SETTLE_S)
             bare = h.start_bare("pool", with_runner=True)
             h.remove_bare(bare)
-            c_ms, c_data = await h.timed_call("sandbox_create", {})
-            f_ms, _ = await h.timed_call(
-                "code_run", {"sandboxId": c_data["sandboxId"], "language": "bash", "code": "true"}
-            )
-            await h.call("sandbox_destroy", {"sandboxId": c_data["sandboxId"]})
+            if not i % 2:
+                await anyio.sleep(SETTLE_S)
+                c_ms, c_data, f_ms = await cold_create()
             await _until(lambda: refills() > claims, "the pool to refill")  # noqa: B023
             p_ms, p_data = await client_call(pooled, "sandbox_create", {})
             claims += 1
