@@ -35,6 +35,7 @@ RUNNER_USER = "runner"
 # hangs up: the agent logs it (its log reaches the host's diagnostics; the daemon's stderr does not).
 FATAL = "fatal"
 HELLO_TIMEOUT_S = 5.0
+CONNECT_TIMEOUT_S = 60.0  # how long the daemon waits for the agent's socket: the agent may still be starting
 # A line holds one request or answer: code, outputs and files are capped well below this (rpc.models).
 MAX_LINE_BYTES = 80 * 1024 * 1024
 _UCRED = struct.Struct("3i")

@@ -42,14 +42,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rpc.envvars import env_value
-from sandbox_image.code.channel import FATAL, RUNNER_SOCKET, RUNNER_USER, hello, line
+from sandbox_image.code.channel import CONNECT_TIMEOUT_S, FATAL, RUNNER_SOCKET, RUNNER_USER, hello, line
 
 if TYPE_CHECKING:
     from sandbox_image.code.serving import RunnerDaemon
 
 READY_LINE = b"ready\n"
 ACCEPTED_LINE = b"ok\n"
-CONNECT_TIMEOUT_S = 60.0  # the agent may still be starting: its socket appears when it listens
 CONNECT_RETRY_S = 0.02
 TAKE_OVER_PASSES = 50
 PR_SET_DUMPABLE = 4

@@ -12,12 +12,11 @@ import time
 from rpc.settings import SettingsError
 from sandbox_image.code import handlers
 from sandbox_image.code.background import ProcessManager
-from sandbox_image.code.channel import MAX_LINE_BYTES, hello, line
+from sandbox_image.code.channel import CONNECT_TIMEOUT_S, MAX_LINE_BYTES, hello, line
 from sandbox_image.code.runner import CodeRunner
 from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 
-CONNECT_TIMEOUT_S = 60.0  # the agent may still be starting: its socket appears when it listens
 ZOMBIE_SWEEP_S = 5.0
 log = logging.getLogger("boxwright.runner")
 
