@@ -24,6 +24,8 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import time
+from collections.abc import Callable
 from typing import Any
 
 HELLO = "boxwright-runner/1"
@@ -36,9 +38,41 @@ RUNNER_USER = "runner"
 FATAL = "fatal"
 HELLO_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_S = 60.0  # how long the daemon waits for the agent's socket: the agent may still be starting
+CONNECT_RETRY_S = 0.02
 # A line holds one request or answer: code, outputs and files are capped well below this (rpc.models).
 MAX_LINE_BYTES = 80 * 1024 * 1024
 _UCRED = struct.Struct("3i")
+
+
+class NoAgent(Exception):
+    """Nothing listens on the agent's runner socket (within the time given)."""
+
+
+def handshake(
+    secret: str, path: str, *, confirm: Callable[[], None] | None = None, within_s: float = CONNECT_TIMEOUT_S
+) -> socket.socket:
+    """The daemon's side: connect to the agent's runner socket (it appears once the agent listens), say
+    hello, then `confirm` — the host's handshake ends only once the daemon has reached the agent. Blocking,
+    on the standard library alone (sandbox_image.code.daemon says why)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if time.monotonic() > deadline:
+                raise NoAgent(f"no agent listens on {path}") from None
+            time.sleep(CONNECT_RETRY_S)
+    try:
+        sock.sendall(hello(secret))
+    except OSError:
+        sock.close()
+        raise
+    if confirm is not None:
+        confirm()
+    return sock
 
 
 def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:

@@ -38,18 +38,16 @@ import pwd
 import signal
 import socket
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rpc.envvars import env_value
-from sandbox_image.code.channel import CONNECT_TIMEOUT_S, FATAL, RUNNER_SOCKET, RUNNER_USER, hello, line
+from sandbox_image.code.channel import FATAL, RUNNER_SOCKET, RUNNER_USER, NoAgent, handshake, line
 
 if TYPE_CHECKING:
     from sandbox_image.code.serving import RunnerDaemon
 
 READY_LINE = b"ready\n"
 ACCEPTED_LINE = b"ok\n"
-CONNECT_RETRY_S = 0.02
 TAKE_OVER_PASSES = 50
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -134,36 +132,6 @@ def _tracer() -> int:
     return 0
 
 
-def handshake(
-    secret: str, path: str, *, confirm: Callable[[], None] | None = None, within_s: float = CONNECT_TIMEOUT_S
-) -> socket.socket:
-    """Connect to the agent's runner socket (it appears once the agent listens), say hello, then `confirm`:
-    the host's handshake ends only once the daemon has reached the agent."""
-    sock = _connect(path, within_s)
-    try:
-        sock.sendall(hello(secret))
-    except OSError:
-        sock.close()
-        raise
-    if confirm is not None:
-        confirm()
-    return sock
-
-
-def _connect(path: str, within_s: float) -> socket.socket:
-    deadline = time.monotonic() + within_s
-    while True:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.connect(path)
-            return sock
-        except (FileNotFoundError, ConnectionRefusedError):
-            sock.close()
-            if time.monotonic() > deadline:
-                raise StartRefused(f"no agent listens on {path}") from None
-            time.sleep(CONNECT_RETRY_S)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args not in ([], ["--take-over"]):
@@ -174,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         secret, oom_score_fd = take_over(runner_user) if taking_over else (sys.stdin.readline().strip(), None)
         sock = handshake(secret, runner_socket, confirm=confirm_connected if taking_over else None)
-    except (StartRefused, OSError) as exc:
+    except (StartRefused, NoAgent, OSError) as exc:
         print(f"boxwright runner: {exc}", file=sys.stderr)
         return 2
     return serve(sock, (runner_user, runner_socket), oom_score_fd, subreaper=taking_over)

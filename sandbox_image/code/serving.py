@@ -7,12 +7,10 @@ import asyncio
 import contextlib
 import logging
 import socket
-import time
 
-from rpc.settings import SettingsError
 from sandbox_image.code import handlers
 from sandbox_image.code.background import ProcessManager
-from sandbox_image.code.channel import CONNECT_TIMEOUT_S, MAX_LINE_BYTES, hello, line
+from sandbox_image.code.channel import CONNECT_TIMEOUT_S, MAX_LINE_BYTES, handshake, line
 from sandbox_image.code.runner import CodeRunner
 from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
@@ -35,12 +33,11 @@ class RunnerDaemon:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def serve(self, secret: str, *, connect_within_s: float = CONNECT_TIMEOUT_S) -> None:
-        """Connect, say hello, answer requests until the agent hangs up (or this task is cancelled)."""
-        reader, writer = await self._connect(connect_within_s)
-        writer.write(hello(secret))
-        await writer.drain()
+        """Connect, say hello, answer requests until the agent hangs up (or this task is cancelled): the
+        daemon's handshake and serving in one, for a daemon run in-process (tests, FakeBackend)."""
+        sock = await asyncio.to_thread(handshake, secret, self.settings.runner_socket, within_s=connect_within_s)
         log.info("connected to the agent at %s", self.settings.runner_socket)
-        await self._answer(reader, writer)
+        await self.serve_admitted(sock)
 
     async def serve_admitted(self, sock: socket.socket) -> None:
         """Answer requests on `sock`, a connection that has said its hello already (the daemon's handshake)."""
@@ -74,16 +71,6 @@ class RunnerDaemon:
         while True:
             await asyncio.sleep(ZOMBIE_SWEEP_S)
             self.runner.children.reap_zombies()
-
-    async def _connect(self, within_s: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        deadline = time.monotonic() + within_s
-        while True:
-            try:
-                return await asyncio.open_unix_connection(self.settings.runner_socket, limit=MAX_LINE_BYTES)
-            except (FileNotFoundError, ConnectionRefusedError):
-                if time.monotonic() > deadline:
-                    raise SettingsError(f"no agent listens on {self.settings.runner_socket}") from None
-                await asyncio.sleep(0.02)
 
     async def close(self) -> None:
         """Stop answering and kill every background process (the daemon is going away)."""

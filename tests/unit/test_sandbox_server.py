@@ -26,8 +26,8 @@ from rpc.methods import FILE_READ, SANDBOX_INFO
 from rpc.models.files import FileReadParams, FileReadResult
 from rpc.models.sandbox import Health, SandboxInfoParams, SandboxInfoResult
 from rpc.settings import SettingsError
+from sandbox_image.code import channel, daemon
 from sandbox_image.code import client as code_client
-from sandbox_image.code import daemon
 from sandbox_image.code.channel import hello
 from sandbox_image.code.client import share_socket
 from sandbox_image.code.serving import RunnerDaemon
@@ -79,7 +79,7 @@ async def test_runner_confirms_to_the_host_only_once_connected(
     # daemon serves on the connection its handshake opened (sandbox_image.code.daemon).
     confirmed = threading.Event()
     sock = await asyncio.to_thread(
-        daemon.handshake, RUNNER_SECRET, agent_config.runner_socket, confirm=confirmed.set, within_s=10
+        channel.handshake, RUNNER_SECRET, agent_config.runner_socket, confirm=confirmed.set, within_s=10
     )
     assert confirmed.is_set()
     serving = asyncio.create_task(RunnerDaemon(agent_config).serve_admitted(sock))
@@ -100,7 +100,7 @@ async def test_a_runner_that_cannot_load_after_its_hello_says_why_in_the_agents_
     agent: Client, agent_config: SandboxSettings, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Its stderr ended with the host's handshake: the agent's log (which the host's diagnostics read) says why.
-    sock = await asyncio.to_thread(daemon.handshake, RUNNER_SECRET, agent_config.runner_socket, within_s=10)
+    sock = await asyncio.to_thread(channel.handshake, RUNNER_SECRET, agent_config.runner_socket, within_s=10)
     elsewhere = ("nobody", "/nowhere/runner.sock")  # what this process's settings are not: refused at the load
     assert await asyncio.to_thread(daemon.serve, sock, elsewhere, None, subreaper=False) == 2
     for _ in range(500):
@@ -114,8 +114,8 @@ async def test_a_runner_that_cannot_load_after_its_hello_says_why_in_the_agents_
 
 def test_runner_that_cannot_reach_the_agent_never_confirms(runner_config: SandboxSettings) -> None:
     # nobody listens on its socket
-    with pytest.raises(daemon.StartRefused, match="no agent listens"):
-        daemon.handshake(
+    with pytest.raises(channel.NoAgent, match="no agent listens"):
+        channel.handshake(
             RUNNER_SECRET,
             runner_config.runner_socket,
             confirm=lambda: pytest.fail("confirmed without an agent"),
@@ -124,7 +124,7 @@ def test_runner_that_cannot_reach_the_agent_never_confirms(runner_config: Sandbo
 
 
 async def test_runner_without_its_agent_in_process_never_serves(runner_config: SandboxSettings) -> None:
-    with pytest.raises(SettingsError, match="no agent listens"):
+    with pytest.raises(channel.NoAgent, match="no agent listens"):
         await RunnerDaemon(runner_config).serve(RUNNER_SECRET, connect_within_s=0.2)
 
 
