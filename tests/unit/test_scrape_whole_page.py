@@ -71,3 +71,33 @@ def test_select_blocks_keeps_each_tabs_copy_on_a_code_page_and_one_copy_elsewher
     prose_page = choose_document(TABS.replace("<pre>client.send(to, body)</pre>", "").format(""))
     selection = select_blocks(prose_page, "https://example.org/", model=_certain(0.9), voter_texts=voters)
     assert sum("Replace the value" in b.text for b in selection.blocks if b.index in selection.kept) == 1
+
+
+THREAD = """<html><body><nav><a href="/">Home</a> <a href="/new">New</a> <a href="/top">Top</a></nav>
+<main>{}</main></body></html>""".format(
+    "".join(
+        f'<div class="post"><p class="body">{text}</p></div>'
+        for text in (
+            "I replaced the battery and the board still does not start at all.",
+            "Check the fuse first, it sits under the deck next to the controller.",
+            "Thanks!",
+            "The fuse was blown; with a new one the board starts again.",
+        )
+    )
+)
+
+
+def test_select_blocks_keeps_a_short_reply_whose_template_slot_is_kept() -> None:
+    # A block model that only trusts blocks of more than four words: the one-word reply falls under
+    # the threshold, but its slot (every post body) is mostly kept, so the reply comes with it.
+    long_only = Forest(
+        ("log_words",), 0.0, (((0, -1, -1), (1.7, 0.0, 0.0), (1, 0, 0), (2, 0, 0), (0.0, -3.0, 3.0)),), 0.5, {}
+    )
+    document = choose_document(THREAD)
+    selection = select_blocks(
+        document, "https://example.org/t/1", model=long_only, voter_texts={"trafilatura": ""}, use_selector=False
+    )
+    kept = {b.text for b in selection.blocks if b.index in selection.kept}
+    assert "Thanks!" in kept and not selection.fallback
+    assert "Home New Top" not in kept  # the navigation, another slot, stays dropped
+    assert selection.probabilities[[b.text for b in selection.blocks].index("Thanks!")] < 0.5
