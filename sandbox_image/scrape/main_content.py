@@ -5,7 +5,8 @@ Pipeline: the page's blocks (blocks.py) → each voter's text (voters.py) mapped
 page with everything else pruned, so headings, lists, tables and code stay what they were.
 
 Rules on top of the per-block decisions, each a whole-page judgement:
-- a text kept twice (a quoted post, a layout's second copy) is kept once (candidates.drop_repeats);
+- a template slot whose words are mostly kept is kept whole, and a text kept twice (a quoted post,
+  a layout's second copy) is kept once except on pages heavy with code (whole_page.finish);
 - a table is kept or dropped whole (by whether most of its words were kept), since half a table
   reads as nonsense;
 - images are kept when they sit in the flow of the main content: inside a kept block, or between
@@ -30,7 +31,9 @@ from sandbox_image.scrape.features import block_features
 from sandbox_image.scrape.model import Forest, load_models, load_selector, mean_probabilities
 from sandbox_image.scrape.page_kind import page_kind_features
 from sandbox_image.scrape.structure import FEATURES as STRUCTURE_FEATURES
+from sandbox_image.scrape.structure import template_path
 from sandbox_image.scrape.voters import run_voters
+from sandbox_image.scrape.whole_page import finish
 
 MIN_WORDS = 20
 MIN_SHARE = 0.05
@@ -97,7 +100,12 @@ def select_blocks(
         # page for a laxer threshold to scrape navigation from. And a page shorter than MIN_WORDS
         # (an error page's heading and one line) leaves no choice worth a guess: the default stands.
         selector = None
-    chosen, flags = choose(rows, words, probabilities, selector, texts)
+    # The selector compares the candidates as it was trained to (each with its repeats dropped);
+    # the chosen threshold's blocks then get the whole-page rules (whole_page.py).
+    chosen, _ = choose(rows, words, probabilities, selector, texts)
+    steps: dict[object, str] = {}
+    paths = [template_path(b, steps) for b in blocks]
+    flags = finish([p >= THRESHOLDS[chosen] for p in probabilities], texts, paths, words, rows)
     kept = _whole_tables(blocks, {b.index for b, k in zip(blocks, flags, strict=True) if k})
     selection = Selection(blocks, probabilities, kept, fallback=False, candidate=CANDIDATES[chosen])
     if implausibly_short(selection.kept_words, selection.page_words):

@@ -1,0 +1,103 @@
+"""scrape: the whole-page rules on the chosen blocks (whole_page.py) and their place in select_blocks."""
+
+from __future__ import annotations
+
+import math
+
+from sandbox_image.scrape import whole_page
+from sandbox_image.scrape.document import choose_document
+from sandbox_image.scrape.main_content import select_blocks
+from sandbox_image.scrape.model import Forest
+
+POST = ("div", "div.post", "p.body")
+CARD = ("div", "div.card", "p.name")
+
+
+def test_a_template_group_mostly_kept_is_kept_whole() -> None:
+    paths = [POST, POST, POST, POST, ("nav", "a.link")]
+    words = [50, 40, 30, 5, 3]
+    assert whole_page.template_majority([True, True, False, False, False], paths, words) == [
+        True,
+        True,
+        True,  # 90 of 125 words kept: the slot is content, so its short reply is too
+        True,
+        False,  # another slot is left as it was
+    ]
+
+
+def test_template_majority_only_adds_and_needs_a_real_group() -> None:
+    # Mostly dropped: unchanged (the rule never removes what the model kept).
+    assert whole_page.template_majority([True, False, False], [POST] * 3, [5, 40, 40]) == [True, False, False]
+    # Two look-alikes are not a group (GROUP_MIN_BLOCKS), however much of them is kept.
+    assert whole_page.template_majority([True, False], [CARD] * 2, [50, 5]) == [True, False]
+    # Exactly half of the words is a majority; wordless groups change nothing.
+    assert whole_page.template_majority([True, False, False], [CARD] * 3, [10, 5, 5]) == [True, True, True]
+    assert whole_page.template_majority([False] * 3, [CARD] * 3, [0, 0, 0]) == [False] * 3
+
+
+def test_code_share_counts_pre_blocks_and_blocks_inside_code() -> None:
+    rows = [{"pre": 1.0}, {"in_code": 1.0}, {"para": 1.0}, {}]
+    assert whole_page.code_share(rows, [10, 10, 20, 60]) == 0.2
+    assert whole_page.code_share([{}, {}], [0, 0]) == 0.0
+
+
+def test_repeats_are_kept_once_except_on_a_page_heavy_with_code() -> None:
+    texts = ["Set the environment variables first", "x = 1", "Set the environment variables first", "y = 2"]
+    paths = [("p",), ("pre",), ("p",), ("pre",)]
+    prose = [{"para": 1.0}, {"para": 1.0}, {"para": 1.0}, {"para": 1.0}]
+    code = [{"para": 1.0}, {"pre": 1.0}, {"para": 1.0}, {"pre": 1.0}]
+    words = [5, 2, 5, 2]
+    assert whole_page.finish([True] * 4, texts, paths, words, prose) == [True, True, False, True]
+    assert whole_page.finish([True] * 4, texts, paths, words, code) == [True] * 4  # every tab's copy stays
+
+
+def _certain(probability: float) -> Forest:
+    """A block model without trees: every block gets `probability`."""
+    return Forest(("x",), math.log(probability / (1 - probability)), (), 0.5, {})
+
+
+TABS = """<html><body><main><h1>Send a message</h1>
+<div class="tab"><p>Replace the value for from with the phone number you were given.</p>
+<pre>client.send(to, body)</pre></div>
+<div class="tab"><p>Replace the value for from with the phone number you were given.</p>
+<pre>{}</pre></div></main></body></html>"""
+
+
+def test_select_blocks_keeps_each_tabs_copy_on_a_code_page_and_one_copy_elsewhere() -> None:
+    voters = {"trafilatura": "", "resiliparse": ""}
+    code_page = choose_document(TABS.format("Client.Send(to, body);"))
+    selection = select_blocks(code_page, "https://example.org/", model=_certain(0.9), voter_texts=voters)
+    assert sum("Replace the value" in b.text for b in selection.blocks if b.index in selection.kept) == 2
+    prose_page = choose_document(TABS.replace("<pre>client.send(to, body)</pre>", "").format(""))
+    selection = select_blocks(prose_page, "https://example.org/", model=_certain(0.9), voter_texts=voters)
+    assert sum("Replace the value" in b.text for b in selection.blocks if b.index in selection.kept) == 1
+
+
+THREAD = """<html><body><nav><a href="/">Home</a> <a href="/new">New</a> <a href="/top">Top</a></nav>
+<main>{}</main></body></html>""".format(
+    "".join(
+        f'<div class="post"><p class="body">{text}</p></div>'
+        for text in (
+            "I replaced the battery and the board still does not start at all.",
+            "Check the fuse first, it sits under the deck next to the controller.",
+            "Thanks!",
+            "The fuse was blown; with a new one the board starts again.",
+        )
+    )
+)
+
+
+def test_select_blocks_keeps_a_short_reply_whose_template_slot_is_kept() -> None:
+    # A block model that only trusts blocks of more than four words: the one-word reply falls under
+    # the threshold, but its slot (every post body) is mostly kept, so the reply comes with it.
+    long_only = Forest(
+        ("log_words",), 0.0, (((0, -1, -1), (1.7, 0.0, 0.0), (1, 0, 0), (2, 0, 0), (0.0, -3.0, 3.0)),), 0.5, {}
+    )
+    document = choose_document(THREAD)
+    selection = select_blocks(
+        document, "https://example.org/t/1", model=long_only, voter_texts={"trafilatura": ""}, use_selector=False
+    )
+    kept = {b.text for b in selection.blocks if b.index in selection.kept}
+    assert "Thanks!" in kept and not selection.fallback
+    assert "Home New Top" not in kept  # the navigation, another slot, stays dropped
+    assert selection.probabilities[[b.text for b in selection.blocks].index("Thanks!")] < 0.5
