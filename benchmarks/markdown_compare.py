@@ -124,7 +124,7 @@ CONVERTERS: dict[str, Callable[[str], str]] = {
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=ROOT.parent.parent / "shared/corpora/wcxb-dev-300")
+    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared/corpora/wcxb-dev-300")
     parser.add_argument("--pages", type=int, default=60)
     args = parser.parse_args()
 

@@ -47,7 +47,7 @@ if str(ROOT) not in sys.path:
 
 from aiohttp import web  # noqa: E402
 
-DEFAULT_CORPUS = Path(os.environ.get("WCXB_CORPUS", ROOT.parent.parent / "shared/corpora/wcxb-dev-300"))
+DEFAULT_CORPUS = Path(os.environ.get("WCXB_CORPUS", ROOT.parent / "shared/corpora/wcxb-dev-300"))
 DEFAULT_CACHE = Path(os.environ.get("SCRAPE_QUALITY_CACHE", "/work/cache-extract"))
 PAGE_TYPES = ("article", "service", "forum", "product", "collection", "listing", "documentation")
 # Every hostname but loopback resolves to nothing: no DNS query and no connection leaves the machine.
