@@ -421,9 +421,10 @@ class SandboxManager:
     async def _diagnose(self, rec: SandboxRecord, exc: BoxwrightError) -> BoxwrightError:
         info = await anyio.to_thread.run_sync(self.backend.inspect, rec.container_id or "")
         if info is None:
-            # Removed behind our back: what it leaves (its volume, workspace disk, overlay) goes now too.
-            rec.status = SandboxStatus.EXITED
-            await self._remove(rec, "its container was removed outside Boxwright")
+            if rec.status is not SandboxStatus.DESTROYING:  # else a concurrent call's diagnosis is removing it
+                # Removed behind our back: what it leaves (its volume, workspace disk, overlay) goes now too.
+                rec.status = SandboxStatus.EXITED
+                await self._remove(rec, "its container was removed outside Boxwright")
         else:
             rec.status = status_of(info)
         return diagnose(rec, exc, info)
@@ -490,5 +491,5 @@ class SandboxManager:
                 self.freezer.forget(rec)
         log.info("sandbox %s removed (%s)", rec.id, reason)
 
-    async def _remove_orphan(self, rec: SandboxRecord, reason: str) -> None:
-        await self._remove(rec, reason, tombstone=False)
+    async def _remove_orphan(self, rec: SandboxRecord, reason: str, *, tombstone: bool = False) -> None:
+        await self._remove(rec, reason, tombstone=tombstone)

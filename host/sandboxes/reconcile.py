@@ -17,9 +17,9 @@ What a server may touch (several servers may share one engine and namespace):
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio.to_thread
 
@@ -47,7 +47,12 @@ log = logging.getLogger(__name__)
 ADOPT_TIMEOUT_S = 10.0
 EPOCH = datetime.fromtimestamp(0, UTC)
 STOPPED = ("exited", "dead")
-Remove = Callable[[SandboxRecord, str], Awaitable[None]]  # (record, reason): container and volume, no tombstone
+
+
+class Remove(Protocol):
+    """Removes a sandbox's container, volume and disk; `tombstone`: its owner is told later that it is gone."""
+
+    def __call__(self, rec: SandboxRecord, reason: str, *, tombstone: bool = False) -> Awaitable[None]: ...
 
 
 class Reconciler:
@@ -98,7 +103,7 @@ class Reconciler:
         for rec in [r for r in self.registry if r.id not in seen and r.status not in busy]:
             log.warning("sandbox %s disappeared (removed outside Boxwright)", rec.id)
             rec.status = SandboxStatus.EXITED  # nothing to ask its agent any more
-            await self.remove(rec, "removed outside Boxwright: its volume and workspace disk go too")
+            await self.remove(rec, "removed outside Boxwright: its volume and workspace disk go too", tombstone=True)
         await self._remove_orphan_volumes(seen | {rec.id for rec in self.registry})
         live = seen | {rec.id for rec in self.registry}
         await anyio.to_thread.run_sync(

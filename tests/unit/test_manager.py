@@ -196,6 +196,9 @@ async def test_a_sandbox_removed_behind_our_back_leaves_nothing(
     assert sandbox_manager.list(ALICE) == []
     assert f"boxwright-{rec.id}-workspace" not in fake.volumes
     assert removals.removing == [(rec.id, False)]
+    with pytest.raises(BoxwrightError) as later:  # its owner is told it is gone, not that it never was
+        sandbox_manager.resolve(ALICE, rec.id)
+    assert error_of(later) is ErrorCode.SANDBOX_NOT_FOUND and "was destroyed" in later.value.message
 
 
 async def test_a_frozen_sandbox_is_an_rpc_timeout(sandbox_manager: SandboxManager, fake: FakeBackend) -> None:
