@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import signal
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -139,9 +139,12 @@ async def test_no_secret_in_labels_inspect_or_events(
             c = containers(docker_client, shared_namespace)[sid]
             port = c.ports["8080/tcp"][0]["HostPort"]  # type: ignore[attr-defined]
             inspected = docker_client.api.inspect_container(c.id)  # type: ignore[attr-defined]
+            # docker-py floors both bounds to whole seconds: `until` is rounded up so that a create in
+            # the same second as "now" is not cut off (this flaked once the cold create got faster).
+            until = datetime.now(UTC) + timedelta(seconds=1)
             events = list(
                 docker_client.events(
-                    since=since, until=datetime.now(UTC), decode=True, filters={"label": f"{labels.SANDBOX}={sid}"}
+                    since=since, until=until, decode=True, filters={"label": f"{labels.SANDBOX}={sid}"}
                 )
             )
             assert any(e.get("Action") == "create" for e in events)
