@@ -221,6 +221,10 @@ def _prune(element: HtmlElement, inherited: bool) -> bool:
                 child.drop_tree()
         elif _prune(child, own):
             keep = True
+        elif own and child.get(_BLOCK_ATTR) is None and child.tag not in BLOCK_TAGS:
+            # An inline element of kept text without words of its own still separates words: a
+            # highlighter's `<span> </span>` between tokens, a `<span><br></span>` between lines.
+            child.drop_tag()
         else:
             child.drop_tree()
     return keep
