@@ -127,3 +127,13 @@ def test_a_link_around_an_image_without_a_source_does_not_get_its_url_as_text() 
     assert "[https://" not in out and "one" not in markdown_to_text(out)
     assert "![t](https://example.org/t.png)" in out
 
+
+def test_plain_text_keeps_code_and_snake_case_as_written() -> None:
+    markdown = (
+        "The pet_type field and `model_validate()`, not _emphasis_.\n\n## 1. First step\n\n"
+        "```python\ndef __init__(self, pet_type):\n    return 2*3*4\n```\n"
+    )
+    text = markdown_to_text(markdown)
+    assert text.splitlines()[0] == "The pet_type field and model_validate(), not emphasis."
+    assert "1. First step" in text
+    assert "def __init__(self, pet_type):" in text and "return 2*3*4" in text
