@@ -18,7 +18,7 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.urls import redact
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page, Response
+    from playwright.async_api import Page, Request, Response
 
 _NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")
 
@@ -39,6 +39,7 @@ UNREACHABLE_ERRORS = frozenset(
         "ERR_SOCKET_NOT_CONNECTED",
     }
 )
+ERROR_PAGE = "chrome-error:"  # the URL of the page Chromium shows for a navigation that failed
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
@@ -102,8 +103,13 @@ def too_large(url: str, size: int, what: str) -> BoxwrightError:
     )
 
 
-def failed(url: str, message: str, fmt: str, response: Response | None) -> BoxwrightError:
-    """Why a navigation did not produce a page, as the most specific code there is."""
+def failed(
+    url: str, message: str, fmt: str, response: Response | None, *, sent_from: str | None = None
+) -> BoxwrightError:
+    """Why a navigation did not produce a page, as the most specific code there is.
+
+    `sent_from`: the page whose own script navigated to `url` after it had loaded.
+    """
     if "Download is starting" in message:  # a PDF, an archive: anything the browser downloads
         content_type = media_type(response.headers.get("content-type")) if response is not None else ""
         return unsupported(url, content_type, fmt)
@@ -115,31 +121,60 @@ def failed(url: str, message: str, fmt: str, response: Response | None) -> Boxwr
         ErrorCode.HOST_UNREACHABLE: "nothing answered there",
         ErrorCode.TLS_ERROR: "its TLS connection was refused",
     }.get(code, "the browser could not load it")
+    details: dict[str, str] = {"url": redact(url)}
+    if net_error:
+        details["netError"] = net_error
+    if sent_from is None:
+        return BoxwrightError(code, f"could not load {redact(url)}: {reason} ({net_error or message})", details=details)
+    details["sentFrom"] = redact(sent_from)
     return BoxwrightError(
         code,
-        f"could not load {redact(url)}: {reason} ({net_error or message})",
-        details={"url": redact(url), "netError": net_error} if net_error else {"url": redact(url)},
+        f"{redact(sent_from)} loaded, then its own script sent the browser to {redact(url)}, which failed: {reason} "
+        f"({net_error or message}); what the browser shows is its error page, not the page",
+        hint=f"the page sends the browser on to {redact(url)}: check that that address answers from the sandbox "
+        "(its network mode), or scrape it directly",
+        details=details,
     )
 
 
-class MainResponse:
-    """The last response of the main frame's navigation (kept even when goto itself fails)."""
+class MainFrame:
+    """The main frame's navigations while a scrape runs: the last response (kept even when goto itself
+    fails) and the last navigation that failed — a page whose script sends it on after it loaded (an
+    http page that moves itself to https, a JS redirect) may end on Chromium's error page."""
 
     def __init__(self, page: Page) -> None:
         self.page = page
         self.response: Response | None = None
+        self.failure: tuple[str, str] | None = None  # (url, net::ERR_…)
         page.on("response", self._on_response)
+        page.on("requestfailed", self._on_failed)
+
+    def _main_navigation(self, request: Request) -> bool:
+        try:
+            return request.is_navigation_request() and request.frame is self.page.main_frame
+        except PlaywrightError:  # service-worker requests have no frame
+            return False
 
     def _on_response(self, response: Response) -> None:
-        try:
-            request = response.request
-            if request.is_navigation_request() and request.frame is self.page.main_frame:
-                self.response = response
-        except PlaywrightError:  # service-worker responses have no frame
-            pass
+        if self._main_navigation(response.request):
+            self.response = response
+
+    def _on_failed(self, request: Request) -> None:
+        if self._main_navigation(request):
+            self.failure = (request.url, request.failure or "")
 
     def detach(self) -> None:
         self.page.remove_listener("response", self._on_response)
+        self.page.remove_listener("requestfailed", self._on_failed)
+
+
+def on_error_page(tab: Tab, url: str, fmt: str, frame: MainFrame) -> None:
+    """After the wait: the page moved itself to an address that failed → that failure, not Chromium's
+    error page returned as the page's content."""
+    if not tab.url.startswith(ERROR_PAGE):
+        return
+    target, message = frame.failure or (url, "the page moved to an address that failed")
+    raise failed(target, message, fmt, None, sent_from=url)
 
 
 async def _server_html(response: Response, url: str) -> str | None:
@@ -160,22 +195,20 @@ async def _server_html(response: Response, url: str) -> str | None:
         return body.decode("utf-8", errors="replace")
 
 
-async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, *, want_html: bool) -> Loaded:
+async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, frame: MainFrame, *, want_html: bool) -> Loaded:
     """Navigate `tab` to `url` (until DOMContentLoaded) within `timeout_ms`; the page's status and type.
 
-    `want_html`: the caller will parse the page, so its size is checked and the server's HTML kept.
+    `frame` watches the tab's page (attached by the caller for the whole scrape). `want_html`: the caller
+    will parse the page, so its size is checked and the server's HTML kept.
     """
     page = tab.check()
-    recorder = MainResponse(page)
     try:
         response = await tab.guard(page.goto(url, wait_until="domcontentloaded", timeout=max(1.0, timeout_ms)))
     except PlaywrightTimeoutError:
         raise timed_out(url, timeout_ms) from None
     except PlaywrightError as exc:
-        raise failed(url, clean_message(exc), fmt, recorder.response) from None
-    finally:
-        recorder.detach()
-    response = response or recorder.response
+        raise failed(url, clean_message(exc), fmt, frame.response) from None
+    response = response or frame.response
     try:
         content_type = str(await tab.guard(page.evaluate("document.contentType")) or "").lower()
     except PlaywrightError:

@@ -57,6 +57,10 @@ _DOCUMENT_SIZE = "() => document.documentElement ? document.documentElement.oute
 _TEXT = "() => document.body ? document.body.innerText : ''"
 
 
+def _read_reserve(params: ScrapePageParams) -> float:
+    return min(READ_RESERVE_S, READ_RESERVE_SHARE * params.timeoutMs / 1000)
+
+
 def _metadata(meta: PageMetadata) -> ScrapeMetadata:
     stated = meta.as_dict()
     stated.pop("title", None)
@@ -120,11 +124,21 @@ class ScrapeService:
     async def _scrape(
         self, tab: Tab, params: ScrapePageParams, budget: Budget, progress: _Progress
     ) -> ScrapePageResult:
+        load_ms = (budget.remaining() - _read_reserve(params) - params.waitFor / 1000) * 1000
         fmt = params.format
-        reserve = min(READ_RESERVE_S, READ_RESERVE_SHARE * params.timeoutMs / 1000)
-        load_ms = (budget.remaining() - reserve - params.waitFor / 1000) * 1000
-        loaded = await loading.load(tab, params.url, fmt, load_ms, want_html=fmt in ("markdown", "html"))
-        progress.loaded = True
+        frame = loading.MainFrame(tab.check())
+        try:
+            loaded = await loading.load(tab, params.url, fmt, load_ms, frame, want_html=fmt in ("markdown", "html"))
+            progress.loaded = True
+            return await self._read(tab, params, budget, loaded, frame)
+        finally:
+            frame.detach()
+
+    async def _read(
+        self, tab: Tab, params: ScrapePageParams, budget: Budget, loaded: loading.Loaded, frame: loading.MainFrame
+    ) -> ScrapePageResult:
+        """Wait as asked, then answer in the one format (the page has loaded)."""
+        fmt, reserve = params.format, _read_reserve(params)
         if fmt not in SCREENSHOT_FORMATS and not (loaded.is_html or loaded.is_text):
             raise loading.unsupported(tab.url, loaded.content_type, fmt)
 
@@ -136,6 +150,7 @@ class ScrapeService:
             bound = min(SMART_WAIT_MAX_S, budget.remaining() - reserve)
             settled = await self._smart_wait(tab, bound)
             wait = "settled" if settled else "unsettled"
+        loading.on_error_page(tab, params.url, fmt, frame)
 
         page = tab.check()
         if fmt not in SCREENSHOT_FORMATS:

@@ -2,7 +2,8 @@
 
 /article a long article with metadata, code, a table and repeated links · /timer adds text 1.5 s after
 load · /late fetches /slow-data (0.7 s) after load and shows it · /nav-only nothing but menus ·
-/gone a 404 page · /file.pdf a PDF · /big 9 MiB of HTML · /never never answers (60 s).
+/gone a 404 page · /file.pdf a PDF · /big 9 MiB of HTML · /never never answers (60 s) · /to-https sends
+itself to https (this server speaks http only) as some sites do · /to-article sends itself on to /article.
 """
 
 import sys
@@ -33,6 +34,10 @@ NAV_ONLY = """<!doctype html><html><head><title>Menu</title></head><body>
 <footer><a href="/privacy">Privacy</a> <a href="/terms">Terms</a></footer></body></html>"""
 GONE = "<!doctype html><title>Gone</title><h1>404 Not Found</h1><p>No such page here.</p>"
 BIG = "<!doctype html><title>Big</title><p>" + "x" * (9 * 1024 * 1024) + "</p>"
+MOVES = """<!doctype html><html><head><title>Moving</title></head><body><main><h1>Moving on</h1>{start}</main>
+<script>setTimeout(() => {{ location.href = {target}; }}, 100);</script></body></html>"""
+TO_HTTPS = MOVES.format(start=START, target="location.href.replace(/^http:/, 'https:')")
+TO_ARTICLE = MOVES.format(start=START, target="'/article'")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -56,7 +61,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send("SLOW DATA LOADED", ctype="text/plain")
         if path == "/file.pdf":
             return self.send(b"%PDF-1.4\n%%EOF\n", ctype="application/pdf")
-        pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG}
+        pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,
+                 "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE}  # fmt: skip
         if path in pages:
             return self.send(pages[path])
         return self.send(GONE, 404)
