@@ -8,14 +8,16 @@ returned with its `status`, because what the server says is information the call
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.models.scrape import MAX_PAGE_BYTES
+from rpc.models.scrape import MAX_PAGE_BYTES, MAX_PDF_BYTES, SCREENSHOT_FORMATS
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, clean_message
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.urls import redact
+from sandbox_image.scrape.pdf import PDF_TYPE
 
 if TYPE_CHECKING:
     from playwright.async_api import Page, Request, Response
@@ -48,6 +50,8 @@ class Loaded:
     status: int | None
     content_type: str  # the media type the browser shows the document as, e.g. "text/html"
     response_html: str | None  # the server's HTML, for extraction's fallback to it (HTML pages only)
+    pdf: bytes | None = None  # the document, when it is a PDF read as text
+    url: str | None = None  # where the PDF came from, after redirects (a page's is the tab's url)
 
     @property
     def is_html(self) -> bool:
@@ -77,11 +81,21 @@ def net_error_to_code(net_error: str) -> ErrorCode:
 
 
 def unsupported(url: str, content_type: str, fmt: str) -> BoxwrightError:
+    details = {"url": redact(url), "contentType": content_type, "format": fmt}
+    if fmt in SCREENSHOT_FORMATS:  # the browser downloads it rather than show it: nothing to capture
+        return BoxwrightError(
+            ErrorCode.UNSUPPORTED_CONTENT_TYPE,
+            f"{redact(url)} is {content_type or 'a download'}: the browser downloads it rather than show it, so "
+            "there is nothing to capture",
+            hint="a PDF is read as text with format markdown, html or links; any other file: fetch it with code_run "
+            "(curl, python)",
+            details=details,
+        )
     return BoxwrightError(
         ErrorCode.UNSUPPORTED_CONTENT_TYPE,
-        f"{redact(url)} is {content_type or 'a download'}, not a web page: format {fmt!r} needs an HTML or text "
-        "document",
-        details={"url": redact(url), "contentType": content_type, "format": fmt},
+        f"{redact(url)} is {content_type or 'a download'}, not a web page: format {fmt!r} needs an HTML, text or "
+        "PDF document",
+        details=details,
     )
 
 
@@ -94,12 +108,11 @@ def timed_out(url: str, timeout_ms: float) -> BoxwrightError:
     )
 
 
-def too_large(url: str, size: int, what: str) -> BoxwrightError:
+def too_large(url: str, size: int, what: str, limit: int = MAX_PAGE_BYTES) -> BoxwrightError:
     return BoxwrightError(
         ErrorCode.PAGE_TOO_LARGE,
-        f"{redact(url)} is too large to read: its {what} is {size / 1048576:.1f} MiB "
-        f"(at most {MAX_PAGE_BYTES // 1048576} MiB)",
-        details={"url": redact(url), "bytes": size, "maxBytes": MAX_PAGE_BYTES, "measured": what},
+        f"{redact(url)} is too large to read: its {what} is {size / 1048576:.1f} MiB (at most {limit // 1048576} MiB)",
+        details={"url": redact(url), "bytes": size, "maxBytes": limit, "measured": what},
     )
 
 
@@ -177,6 +190,35 @@ def on_error_page(tab: Tab, url: str, fmt: str, frame: MainFrame) -> None:
     raise failed(target, message, fmt, None, sent_from=url)
 
 
+def is_pdf_download(message: str, response: Response) -> bool:
+    """The browser took the navigation for a download, and the server said it is a PDF."""
+    return "Download is starting" in message and media_type(response.headers.get("content-type")) == PDF_TYPE
+
+
+async def _pdf(tab: Tab, url: str, timeout_ms: float) -> Loaded:
+    """Fetch the PDF the browser would have downloaded, with the context's cookies: the same request again,
+    from the sandbox (its network policy applies), within the time left to load."""
+    if timeout_ms <= 0:
+        raise timed_out(url, timeout_ms)
+    context = tab.check().context
+    try:
+        response = await tab.guard(context.request.get(url, timeout=timeout_ms, max_redirects=20))
+    except PlaywrightTimeoutError:
+        raise timed_out(url, timeout_ms) from None
+    except PlaywrightError as exc:
+        raise failed(url, clean_message(exc), "markdown", None) from None
+    try:
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > MAX_PDF_BYTES:
+            raise too_large(url, int(length), "PDF", MAX_PDF_BYTES)
+        body = await tab.guard(response.body())
+        if len(body) > MAX_PDF_BYTES:
+            raise too_large(url, len(body), "PDF", MAX_PDF_BYTES)
+    finally:
+        await response.dispose()
+    return Loaded(response.status, PDF_TYPE, response_html=None, pdf=body, url=response.url)
+
+
 async def _server_html(response: Response, url: str) -> str | None:
     """The HTML the server sent, refused when larger than MAX_PAGE_BYTES; None when unavailable."""
     length = response.headers.get("content-length", "")
@@ -202,17 +244,27 @@ async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, frame: MainFrame
     will parse the page, so its size is checked and the server's HTML kept.
     """
     page = tab.check()
+    started = time.monotonic()
+
+    def left_ms() -> float:
+        return timeout_ms - (time.monotonic() - started) * 1000
+
     try:
         response = await tab.guard(page.goto(url, wait_until="domcontentloaded", timeout=max(1.0, timeout_ms)))
     except PlaywrightTimeoutError:
         raise timed_out(url, timeout_ms) from None
     except PlaywrightError as exc:
-        raise failed(url, clean_message(exc), fmt, frame.response) from None
+        message = clean_message(exc)
+        if frame.response is not None and is_pdf_download(message, frame.response) and fmt not in SCREENSHOT_FORMATS:
+            return await _pdf(tab, frame.response.url, left_ms())
+        raise failed(url, message, fmt, frame.response) from None
     response = response or frame.response
     try:
         content_type = str(await tab.guard(page.evaluate("document.contentType")) or "").lower()
     except PlaywrightError:
         content_type = media_type(response.headers.get("content-type")) if response is not None else ""
+    if content_type == PDF_TYPE and fmt not in SCREENSHOT_FORMATS:  # a browser that shows PDFs inline
+        return await _pdf(tab, page.url, left_ms())
     loaded = Loaded(status=response.status if response is not None else None, content_type=content_type,
                     response_html=None)  # fmt: skip
     if want_html and loaded.is_html and response is not None:

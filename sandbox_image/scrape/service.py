@@ -40,7 +40,7 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import redact
 from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.scrape import loading, output
+from sandbox_image.scrape import loading, output, pdf
 from sandbox_image.scrape.dom import parse_html
 from sandbox_image.scrape.extract import extract_page
 from sandbox_image.scrape.links import extract_links
@@ -139,6 +139,8 @@ class ScrapeService:
     ) -> ScrapePageResult:
         """Wait as asked, then answer in the one format (the page has loaded)."""
         fmt, reserve = params.format, _read_reserve(params)
+        if loaded.pdf is not None:
+            return await self._read_pdf(params, budget, loaded, loaded.pdf)
         if fmt not in SCREENSHOT_FORMATS and not (loaded.is_html or loaded.is_text):
             raise loading.unsupported(tab.url, loaded.content_type, fmt)
 
@@ -196,6 +198,35 @@ class ScrapeService:
             fallback=fallback,
             truncated=truncated,
             wait=wait,
+            elapsedMs=budget.elapsed_ms(),
+            **result,
+        )
+
+    async def _read_pdf(
+        self, params: ScrapePageParams, budget: Budget, loaded: loading.Loaded, data: bytes
+    ) -> ScrapePageResult:
+        """A PDF as text: nothing to wait for, nothing rendered; parsed in a child process (pdf.read_pdf)."""
+        url = loaded.url or params.url
+        doc = await pdf.read_pdf(data, url, budget.remaining())
+        result: dict[str, Any] = {}
+        truncated = False
+        if params.format == "markdown":
+            result["markdown"], truncated = output.cap_text(pdf.to_markdown(doc, url))
+        elif params.format == "html":
+            result["html"], truncated = output.cap_text(pdf.to_html(doc, url))
+        else:
+            result["links"], truncated = output.cap_links(pdf.links_of(doc, url))
+        stated = {"author": doc.author, "description": doc.subject, "publishedDate": doc.created,
+                  "language": doc.language}  # fmt: skip
+        return ScrapePageResult(
+            url=url,
+            title=pdf.title_of(doc, url),
+            status=loaded.status,
+            format=params.format,
+            contentType=pdf.PDF_TYPE,
+            metadata=ScrapeMetadata.model_validate({k: v for k, v in stated.items() if v}),
+            truncated=truncated or doc.page_count > len(doc.pages),
+            wait="settled",
             elapsedMs=budget.elapsed_ms(),
             **result,
         )

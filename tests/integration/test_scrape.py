@@ -155,7 +155,15 @@ async def waits_and_fallback(p: Scraper) -> None:
 async def pages_that_fail(p: Scraper) -> None:
     gone = await p.ok("/gone")
     assert gone["status"] == 404 and "No such page" in gone["markdown"]  # returned, not hidden
-    await p.error(f"{BASE}/file.pdf", "UNSUPPORTED_CONTENT_TYPE")
+    await p.error(f"{BASE}/file.pdf", "UNSUPPORTED_CONTENT_TYPE")  # a PDF that cannot be read
+    report = await p.ok("/report.pdf")  # one that can: its text, title and stated metadata
+    assert report["contentType"] == "application/pdf" and report["title"] == "Fox report"
+    assert report["markdown"] == "# Fox report\n\nFoxes run fast.\n\nDogs sleep late.\n"
+    assert report["metadata"] == {"author": "Ann Writer", "publishedDate": "2026-11-01T10:00:00+00:00",
+                                  "language": "en-GB", "description": None, "canonicalUrl": None}  # fmt: skip
+    assert (await p.ok("/report.pdf", format="links"))["links"] == ["https://example.org/fox"]
+    shot = await p.error(f"{BASE}/report.pdf", "UNSUPPORTED_CONTENT_TYPE", format="screenshot")  # nothing rendered
+    assert "markdown" in shot["recoverHint"], shot
     await p.error(f"{BASE}/big", "PAGE_TOO_LARGE")
     await p.error(f"{BASE}/never", "NAVIGATION_TIMEOUT", timeoutMs=3000)
     await p.error(f"http://127.0.0.1:{PORT + 1}/", "HOST_UNREACHABLE")

@@ -78,7 +78,7 @@ DESCRIPTION = (
     "otherwise it waits until the page settles. Runs in a throw-away sandbox removed afterwards, or in your "
     "sandbox with sandboxId (e.g. one serving the page on localhost). The sandbox's network mode applies. "
     f"Text is cut at {MAX_CONTENT_BYTES // 1024 // 1024} MiB and links at {MAX_LINKS} (truncated=true says so). "
-    "An HTTP error status still returns the page."
+    "An HTTP error status still returns the page. A PDF comes back as its text (markdown, html or links)."
 )
 
 
