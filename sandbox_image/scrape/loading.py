@@ -11,6 +11,7 @@ import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.scrape import MAX_PAGE_BYTES, MAX_PDF_BYTES, SCREENSHOT_FORMATS
@@ -191,8 +192,13 @@ def on_error_page(tab: Tab, url: str, fmt: str, frame: MainFrame) -> None:
 
 
 def is_pdf_download(message: str, response: Response) -> bool:
-    """The browser took the navigation for a download, and the server said it is a PDF."""
-    return "Download is starting" in message and media_type(response.headers.get("content-type")) == PDF_TYPE
+    """The browser took the navigation for a download that is a PDF by the server's word, or by its name
+    when the server only says "some bytes" (many send PDFs as application/octet-stream)."""
+    if "Download is starting" not in message:
+        return False
+    declared = media_type(response.headers.get("content-type"))
+    named = urlsplit(response.url).path.lower().endswith(".pdf")
+    return declared == PDF_TYPE or (named and declared in ("", "application/octet-stream"))
 
 
 async def _pdf(tab: Tab, url: str, timeout_ms: float) -> Loaded:
@@ -216,6 +222,8 @@ async def _pdf(tab: Tab, url: str, timeout_ms: float) -> Loaded:
             raise too_large(url, len(body), "PDF", MAX_PDF_BYTES)
     finally:
         await response.dispose()
+    if b"%PDF-" not in body[:1024]:  # where the format puts its header: a file named .pdf that is not one
+        raise unsupported(url, media_type(response.headers.get("content-type")), "markdown")
     return Loaded(response.status, PDF_TYPE, response_html=None, pdf=body, url=response.url)
 
 

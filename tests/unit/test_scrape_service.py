@@ -83,6 +83,14 @@ ROUTES: dict[str, Any] = {
     "/pdf": lambda _r: web.Response(body=b"%PDF-1.4\n%%EOF\n", content_type="application/pdf"),
     "/report.pdf": lambda _r: web.Response(body=REPORT_PDF, content_type="application/pdf"),
     "/to-report": lambda _r: web.Response(status=302, headers={"Location": "/report.pdf"}),
+    "/bytes/report.pdf": lambda _r: web.Response(  # a PDF the server only calls bytes, as a download
+        body=REPORT_PDF, content_type="application/octet-stream", headers={"Content-Disposition": "attachment"}
+    ),
+    "/bytes/fake.pdf": lambda _r: web.Response(
+        body=b"PK\x03\x04 not a pdf",
+        content_type="application/octet-stream",
+        headers={"Content-Disposition": "attachment"},
+    ),
     "/text": lambda _r: web.Response(text="plain words\nsecond line", content_type="text/plain"),
     "/big": lambda _r: html("<title>Big</title><p>" + "x" * (MAX_PAGE_BYTES + 1024) + "</p>"),
     "/never": never,
@@ -231,6 +239,10 @@ async def test_a_pdf_is_read_as_text(scraper: BrowserDriver, pages: str) -> None
     page_html = (await scrape(scraper, f"{pages}/report.pdf", format="html"))["html"]
     assert '<section data-page="2"><p>Dogs sleep late.</p></section>' in page_html
     assert (await scrape(scraper, f"{pages}/report.pdf", format="links"))["links"] == ["https://example.org/fox"]
+    bytes_md = await scrape(scraper, f"{pages}/bytes/report.pdf")
+    assert bytes_md["markdown"] == md["markdown"] and bytes_md["contentType"] == "application/pdf"
+    fake = await scraper.error("scrape.page", url=f"{pages}/bytes/fake.pdf")
+    assert fake.code.value == "UNSUPPORTED_CONTENT_TYPE" and fake.details["contentType"] == "application/octet-stream"
 
 
 async def test_unreachable_host(scraper: BrowserDriver) -> None:
