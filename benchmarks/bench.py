@@ -1392,24 +1392,44 @@ async def bench_batch_extract(h: Harness, n: int) -> list[Series]:
 
 
 # -- report ----------------------------------------------------------------------------------
-@benchmark("scrape", "scrape: in a given sandbox vs in a throw-away one made for the call", default_n=5)
+@benchmark("scrape", "scrape: in a given sandbox vs in a throw-away one, cold or from the warm pool", default_n=5)
 async def bench_scrape(h: Harness, n: int) -> list[Series]:
     """What the throw-away sandbox of a scrape without sandboxId costs: the same page (the sandbox's own
-    agent's /healthz, the one page a fresh sandbox can load) read with and without sandboxId."""
+    agent's /healthz, the one page a fresh sandbox can load) read with sandboxId, without (a sandbox
+    started for the call), and without on a server whose warm pool holds one sandbox with Chromium
+    prelaunched (BOXWRIGHT_POOL_SIZE=1, BOXWRIGHT_POOL_BROWSER) — each timed once the pool has refilled."""
     h.require_tools("scrape")
     b = "scrape"
     sid, _ = await h.shared_sandbox()
     url = f"http://127.0.0.1:{AGENT_PORT}/healthz"
-    given = Series(b, "scrape with sandboxId (a fresh browser context)", "ms")
-    job = Series(b, "scrape without sandboxId (sandbox made, used, removed)", "ms")
+    given, job, pooled_job = Series.group(
+        b,
+        "ms",
+        "scrape with sandboxId (a fresh browser context)",
+        "scrape without sandboxId (sandbox started, used, removed)",
+        "scrape without sandboxId, warm pool (sandbox claimed with Chromium up, used, removed)",
+    )
+    log = h.workdir / "scrape-pool-server.log"
     await h.call("scrape", {"sandboxId": sid, "url": url})  # launches that sandbox's browser: not counted
-    for i in range(n):
-        ms, _ = await h.timed_call("scrape", {"sandboxId": sid, "url": url})
-        given.add(ms)
-        ms, _ = await h.timed_call("scrape", {"url": url})
-        job.add(ms)
-        progress(f"{b} {i + 1}/{n}: given {given.samples[-1]:.0f} ms, throw-away {job.samples[-1]:.0f} ms")
-    return [given, job]
+    env = {"BOXWRIGHT_POOL_SIZE": "1", "BOXWRIGHT_POOL_BROWSER": "true"}
+    async with extra_server(h, "scrape-pool-server", h.server_command(), **env) as pooled:
+        for i in range(n):
+            ms, _ = await h.timed_call("scrape", {"sandboxId": sid, "url": url})
+            given.add(ms)
+            ms, _ = await h.timed_call("scrape", {"url": url})
+            job.add(ms)
+            await _until(lambda: log.read_text(errors="replace").count("ready (1 of 1)") > i, "the pool")  # noqa: B023
+            await _until(lambda: _prewarmed(h), "the pooled sandbox's browser prewarm")
+            ms, _ = await client_call(pooled, "scrape", {"url": url})
+            pooled_job.add(ms)
+            progress(
+                f"{b} {i + 1}/{n}: given {given.samples[-1]:.0f} ms, throw-away {job.samples[-1]:.0f} ms, "
+                f"from the pool {ms:.0f} ms"
+            )
+        claimed = log.read_text(errors="replace").count(" from the pool for job ")
+        if claimed != n:  # a scrape that started its sandbox cold is not a pooled figure
+            raise BenchError(f"the pool served {claimed} of {n} scrapes")
+    return [given, job, pooled_job]
 
 
 def fmt(value: float) -> str:

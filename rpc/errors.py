@@ -172,8 +172,8 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     "and that the sandbox's network mode lets it through ('public' blocks private and host addresses, 'none' all)",
     ErrorCode.TLS_ERROR: "the site's HTTPS certificate or TLS setup was refused (expired, self-signed, wrong host): "
     "use the site's correct https:// address, or http:// if the site serves it",
-    ErrorCode.UNSUPPORTED_CONTENT_TYPE: "the URL is not a web page (a PDF, an image, a download): use format "
-    "'screenshot' for what the browser displays, or fetch the file with code_run (curl, python)",
+    ErrorCode.UNSUPPORTED_CONTENT_TYPE: "the URL is not a web page: an image can be seen with format 'screenshot', "
+    "a PDF is read as text with markdown, html or links; fetch any other file with code_run (curl, python)",
     ErrorCode.PAGE_TOO_LARGE: "the page is too large to read in one call: scrape a smaller page, or fetch it with "
     "code_run and process it in parts",
     ErrorCode.PROCESS_NOT_FOUND: "call process_list to see the processes of this sandbox",

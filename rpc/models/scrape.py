@@ -37,6 +37,7 @@ MAX_LINKS = 10_000
 MAX_LINKS_BYTES = 1 * MIB
 MAX_SCREENSHOT_BYTES = 4 * MIB  # the PNG; base64 makes it 5.3 MiB on the wire
 MAX_PAGE_BYTES = 8 * MIB  # the HTML to parse (the server's or the rendered one)
+MAX_PDF_BYTES = 32 * MIB  # a PDF to read as text (markdown, html, links)
 
 
 class ScrapeOptions(Params):

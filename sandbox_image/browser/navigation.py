@@ -36,7 +36,8 @@ async def navigation_failed(tab: Tab, url: str, exc: PlaywrightError) -> Boxwrig
         return BoxwrightError(
             ErrorCode.NAVIGATION_FAILED,
             f"{redact(url)} is a download, and downloads are disabled in the sandbox browser",
-            hint="fetch the file with code_run (e.g. curl or python) instead",
+            hint="a PDF's text: the scrape tool reads it (format markdown, html or links); any file: fetch it with "
+            "code_run (e.g. curl or python)",
             details={"tabId": tab.id},
         )
     match = _NET_ERROR.search(message)

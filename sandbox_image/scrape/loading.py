@@ -8,17 +8,20 @@ returned with its `status`, because what the server says is information the call
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.models.scrape import MAX_PAGE_BYTES
+from rpc.models.scrape import MAX_PAGE_BYTES, MAX_PDF_BYTES, SCREENSHOT_FORMATS
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, clean_message
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.urls import redact
+from sandbox_image.scrape.pdf import PDF_TYPE
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page, Response
+    from playwright.async_api import Page, Request, Response
 
 _NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")
 
@@ -39,6 +42,7 @@ UNREACHABLE_ERRORS = frozenset(
         "ERR_SOCKET_NOT_CONNECTED",
     }
 )
+ERROR_PAGE = "chrome-error:"  # the URL of the page Chromium shows for a navigation that failed
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
@@ -47,6 +51,8 @@ class Loaded:
     status: int | None
     content_type: str  # the media type the browser shows the document as, e.g. "text/html"
     response_html: str | None  # the server's HTML, for extraction's fallback to it (HTML pages only)
+    pdf: bytes | None = None  # the document, when it is a PDF read as text
+    url: str | None = None  # where the PDF came from, after redirects (a page's is the tab's url)
 
     @property
     def is_html(self) -> bool:
@@ -76,11 +82,21 @@ def net_error_to_code(net_error: str) -> ErrorCode:
 
 
 def unsupported(url: str, content_type: str, fmt: str) -> BoxwrightError:
+    details = {"url": redact(url), "contentType": content_type, "format": fmt}
+    if fmt in SCREENSHOT_FORMATS:  # the browser downloads it rather than show it: nothing to capture
+        return BoxwrightError(
+            ErrorCode.UNSUPPORTED_CONTENT_TYPE,
+            f"{redact(url)} is {content_type or 'a download'}: the browser downloads it rather than show it, so "
+            "there is nothing to capture",
+            hint="a PDF is read as text with format markdown, html or links; any other file: fetch it with code_run "
+            "(curl, python)",
+            details=details,
+        )
     return BoxwrightError(
         ErrorCode.UNSUPPORTED_CONTENT_TYPE,
-        f"{redact(url)} is {content_type or 'a download'}, not a web page: format {fmt!r} needs an HTML or text "
-        "document",
-        details={"url": redact(url), "contentType": content_type, "format": fmt},
+        f"{redact(url)} is {content_type or 'a download'}, not a web page: format {fmt!r} needs an HTML, text or "
+        "PDF document",
+        details=details,
     )
 
 
@@ -93,17 +109,21 @@ def timed_out(url: str, timeout_ms: float) -> BoxwrightError:
     )
 
 
-def too_large(url: str, size: int, what: str) -> BoxwrightError:
+def too_large(url: str, size: int, what: str, limit: int = MAX_PAGE_BYTES) -> BoxwrightError:
     return BoxwrightError(
         ErrorCode.PAGE_TOO_LARGE,
-        f"{redact(url)} is too large to read: its {what} is {size / 1048576:.1f} MiB "
-        f"(at most {MAX_PAGE_BYTES // 1048576} MiB)",
-        details={"url": redact(url), "bytes": size, "maxBytes": MAX_PAGE_BYTES, "measured": what},
+        f"{redact(url)} is too large to read: its {what} is {size / 1048576:.1f} MiB (at most {limit // 1048576} MiB)",
+        details={"url": redact(url), "bytes": size, "maxBytes": limit, "measured": what},
     )
 
 
-def failed(url: str, message: str, fmt: str, response: Response | None) -> BoxwrightError:
-    """Why a navigation did not produce a page, as the most specific code there is."""
+def failed(
+    url: str, message: str, fmt: str, response: Response | None, *, sent_from: str | None = None
+) -> BoxwrightError:
+    """Why a navigation did not produce a page, as the most specific code there is.
+
+    `sent_from`: the page whose own script navigated to `url` after it had loaded.
+    """
     if "Download is starting" in message:  # a PDF, an archive: anything the browser downloads
         content_type = media_type(response.headers.get("content-type")) if response is not None else ""
         return unsupported(url, content_type, fmt)
@@ -115,31 +135,96 @@ def failed(url: str, message: str, fmt: str, response: Response | None) -> Boxwr
         ErrorCode.HOST_UNREACHABLE: "nothing answered there",
         ErrorCode.TLS_ERROR: "its TLS connection was refused",
     }.get(code, "the browser could not load it")
+    details: dict[str, str] = {"url": redact(url)}
+    if net_error:
+        details["netError"] = net_error
+    if sent_from is None:
+        return BoxwrightError(code, f"could not load {redact(url)}: {reason} ({net_error or message})", details=details)
+    details["sentFrom"] = redact(sent_from)
     return BoxwrightError(
         code,
-        f"could not load {redact(url)}: {reason} ({net_error or message})",
-        details={"url": redact(url), "netError": net_error} if net_error else {"url": redact(url)},
+        f"{redact(sent_from)} loaded, then its own script sent the browser to {redact(url)}, which failed: {reason} "
+        f"({net_error or message}); what the browser shows is its error page, not the page",
+        hint=f"the page sends the browser on to {redact(url)}: check that that address answers from the sandbox "
+        "(its network mode), or scrape it directly",
+        details=details,
     )
 
 
-class MainResponse:
-    """The last response of the main frame's navigation (kept even when goto itself fails)."""
+class MainFrame:
+    """The main frame's navigations while a scrape runs: the last response (kept even when goto itself
+    fails) and the last navigation that failed — a page whose script sends it on after it loaded (an
+    http page that moves itself to https, a JS redirect) may end on Chromium's error page."""
 
     def __init__(self, page: Page) -> None:
         self.page = page
         self.response: Response | None = None
+        self.failure: tuple[str, str] | None = None  # (url, net::ERR_…)
         page.on("response", self._on_response)
+        page.on("requestfailed", self._on_failed)
+
+    def _main_navigation(self, request: Request) -> bool:
+        try:
+            return request.is_navigation_request() and request.frame is self.page.main_frame
+        except PlaywrightError:  # service-worker requests have no frame
+            return False
 
     def _on_response(self, response: Response) -> None:
-        try:
-            request = response.request
-            if request.is_navigation_request() and request.frame is self.page.main_frame:
-                self.response = response
-        except PlaywrightError:  # service-worker responses have no frame
-            pass
+        if self._main_navigation(response.request):
+            self.response = response
+
+    def _on_failed(self, request: Request) -> None:
+        if self._main_navigation(request):
+            self.failure = (request.url, request.failure or "")
 
     def detach(self) -> None:
         self.page.remove_listener("response", self._on_response)
+        self.page.remove_listener("requestfailed", self._on_failed)
+
+
+def on_error_page(tab: Tab, url: str, fmt: str, frame: MainFrame) -> None:
+    """After the wait: the page moved itself to an address that failed → that failure, not Chromium's
+    error page returned as the page's content."""
+    if not tab.url.startswith(ERROR_PAGE):
+        return
+    target, message = frame.failure or (url, "the page moved to an address that failed")
+    raise failed(target, message, fmt, None, sent_from=url)
+
+
+def is_pdf_download(message: str, response: Response) -> bool:
+    """The browser took the navigation for a download that is a PDF by the server's word, or by its name
+    when the server only says "some bytes" (many send PDFs as application/octet-stream)."""
+    if "Download is starting" not in message:
+        return False
+    declared = media_type(response.headers.get("content-type"))
+    named = urlsplit(response.url).path.lower().endswith(".pdf")
+    return declared == PDF_TYPE or (named and declared in ("", "application/octet-stream"))
+
+
+async def _pdf(tab: Tab, url: str, timeout_ms: float) -> Loaded:
+    """Fetch the PDF the browser would have downloaded, with the context's cookies: the same request again,
+    from the sandbox (its network policy applies), within the time left to load."""
+    if timeout_ms <= 0:
+        raise timed_out(url, timeout_ms)
+    context = tab.check().context
+    try:
+        response = await tab.guard(context.request.get(url, timeout=timeout_ms, max_redirects=20))
+    except PlaywrightTimeoutError:
+        raise timed_out(url, timeout_ms) from None
+    except PlaywrightError as exc:
+        raise failed(url, clean_message(exc), "markdown", None) from None
+    try:
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > MAX_PDF_BYTES:
+            raise too_large(url, int(length), "PDF", MAX_PDF_BYTES)
+        body = await tab.guard(response.body())
+        if len(body) > MAX_PDF_BYTES:
+            raise too_large(url, len(body), "PDF", MAX_PDF_BYTES)
+    finally:
+        await response.dispose()
+    if b"%PDF-" not in body[:1024]:  # where the format puts its header: a file named .pdf that is not one
+        raise unsupported(url, media_type(response.headers.get("content-type")), "markdown")
+    return Loaded(response.status, PDF_TYPE, response_html=None, pdf=body, url=response.url)
 
 
 async def _server_html(response: Response, url: str) -> str | None:
@@ -160,26 +245,34 @@ async def _server_html(response: Response, url: str) -> str | None:
         return body.decode("utf-8", errors="replace")
 
 
-async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, *, want_html: bool) -> Loaded:
+async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, frame: MainFrame, *, want_html: bool) -> Loaded:
     """Navigate `tab` to `url` (until DOMContentLoaded) within `timeout_ms`; the page's status and type.
 
-    `want_html`: the caller will parse the page, so its size is checked and the server's HTML kept.
+    `frame` watches the tab's page (attached by the caller for the whole scrape). `want_html`: the caller
+    will parse the page, so its size is checked and the server's HTML kept.
     """
     page = tab.check()
-    recorder = MainResponse(page)
+    started = time.monotonic()
+
+    def left_ms() -> float:
+        return timeout_ms - (time.monotonic() - started) * 1000
+
     try:
         response = await tab.guard(page.goto(url, wait_until="domcontentloaded", timeout=max(1.0, timeout_ms)))
     except PlaywrightTimeoutError:
         raise timed_out(url, timeout_ms) from None
     except PlaywrightError as exc:
-        raise failed(url, clean_message(exc), fmt, recorder.response) from None
-    finally:
-        recorder.detach()
-    response = response or recorder.response
+        message = clean_message(exc)
+        if frame.response is not None and is_pdf_download(message, frame.response) and fmt not in SCREENSHOT_FORMATS:
+            return await _pdf(tab, frame.response.url, left_ms())
+        raise failed(url, message, fmt, frame.response) from None
+    response = response or frame.response
     try:
         content_type = str(await tab.guard(page.evaluate("document.contentType")) or "").lower()
     except PlaywrightError:
         content_type = media_type(response.headers.get("content-type")) if response is not None else ""
+    if content_type == PDF_TYPE and fmt not in SCREENSHOT_FORMATS:  # a browser that shows PDFs inline
+        return await _pdf(tab, page.url, left_ms())
     loaded = Loaded(status=response.status if response is not None else None, content_type=content_type,
                     response_html=None)  # fmt: skip
     if want_html and loaded.is_html and response is not None:

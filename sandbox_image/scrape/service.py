@@ -40,7 +40,7 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import redact
 from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.scrape import loading, output
+from sandbox_image.scrape import loading, output, pdf
 from sandbox_image.scrape.dom import parse_html
 from sandbox_image.scrape.extract import extract_page
 from sandbox_image.scrape.links import extract_links
@@ -55,6 +55,10 @@ READ_RESERVE_S = 8.0
 READ_RESERVE_SHARE = 0.3
 _DOCUMENT_SIZE = "() => document.documentElement ? document.documentElement.outerHTML.length : 0"
 _TEXT = "() => document.body ? document.body.innerText : ''"
+
+
+def _read_reserve(params: ScrapePageParams) -> float:
+    return min(READ_RESERVE_S, READ_RESERVE_SHARE * params.timeoutMs / 1000)
 
 
 def _metadata(meta: PageMetadata) -> ScrapeMetadata:
@@ -120,11 +124,23 @@ class ScrapeService:
     async def _scrape(
         self, tab: Tab, params: ScrapePageParams, budget: Budget, progress: _Progress
     ) -> ScrapePageResult:
+        load_ms = (budget.remaining() - _read_reserve(params) - params.waitFor / 1000) * 1000
         fmt = params.format
-        reserve = min(READ_RESERVE_S, READ_RESERVE_SHARE * params.timeoutMs / 1000)
-        load_ms = (budget.remaining() - reserve - params.waitFor / 1000) * 1000
-        loaded = await loading.load(tab, params.url, fmt, load_ms, want_html=fmt in ("markdown", "html"))
-        progress.loaded = True
+        frame = loading.MainFrame(tab.check())
+        try:
+            loaded = await loading.load(tab, params.url, fmt, load_ms, frame, want_html=fmt in ("markdown", "html"))
+            progress.loaded = True
+            return await self._read(tab, params, budget, loaded, frame)
+        finally:
+            frame.detach()
+
+    async def _read(
+        self, tab: Tab, params: ScrapePageParams, budget: Budget, loaded: loading.Loaded, frame: loading.MainFrame
+    ) -> ScrapePageResult:
+        """Wait as asked, then answer in the one format (the page has loaded)."""
+        fmt, reserve = params.format, _read_reserve(params)
+        if loaded.pdf is not None:
+            return await self._read_pdf(params, budget, loaded, loaded.pdf)
         if fmt not in SCREENSHOT_FORMATS and not (loaded.is_html or loaded.is_text):
             raise loading.unsupported(tab.url, loaded.content_type, fmt)
 
@@ -136,6 +152,7 @@ class ScrapeService:
             bound = min(SMART_WAIT_MAX_S, budget.remaining() - reserve)
             settled = await self._smart_wait(tab, bound)
             wait = "settled" if settled else "unsettled"
+        loading.on_error_page(tab, params.url, fmt, frame)
 
         page = tab.check()
         if fmt not in SCREENSHOT_FORMATS:
@@ -181,6 +198,35 @@ class ScrapeService:
             fallback=fallback,
             truncated=truncated,
             wait=wait,
+            elapsedMs=budget.elapsed_ms(),
+            **result,
+        )
+
+    async def _read_pdf(
+        self, params: ScrapePageParams, budget: Budget, loaded: loading.Loaded, data: bytes
+    ) -> ScrapePageResult:
+        """A PDF as text: nothing to wait for, nothing rendered; parsed in a child process (pdf.read_pdf)."""
+        url = loaded.url or params.url
+        doc = await pdf.read_pdf(data, url, budget.remaining())
+        result: dict[str, Any] = {}
+        truncated = False
+        if params.format == "markdown":
+            result["markdown"], truncated = output.cap_text(pdf.to_markdown(doc, url))
+        elif params.format == "html":
+            result["html"], truncated = output.cap_text(pdf.to_html(doc, url))
+        else:
+            result["links"], truncated = output.cap_links(pdf.links_of(doc, url))
+        stated = {"author": doc.author, "description": doc.subject, "publishedDate": doc.created,
+                  "language": doc.language}  # fmt: skip
+        return ScrapePageResult(
+            url=url,
+            title=pdf.title_of(doc, url),
+            status=loaded.status,
+            format=params.format,
+            contentType=pdf.PDF_TYPE,
+            metadata=ScrapeMetadata.model_validate({k: v for k, v in stated.items() if v}),
+            truncated=truncated or doc.page_count > len(doc.pages),
+            wait="settled",
             elapsedMs=budget.elapsed_ms(),
             **result,
         )

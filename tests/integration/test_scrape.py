@@ -155,10 +155,25 @@ async def waits_and_fallback(p: Scraper) -> None:
 async def pages_that_fail(p: Scraper) -> None:
     gone = await p.ok("/gone")
     assert gone["status"] == 404 and "No such page" in gone["markdown"]  # returned, not hidden
-    await p.error(f"{BASE}/file.pdf", "UNSUPPORTED_CONTENT_TYPE")
+    await p.error(f"{BASE}/file.pdf", "UNSUPPORTED_CONTENT_TYPE")  # a PDF that cannot be read
+    report = await p.ok("/report.pdf")  # one that can: its text, title and stated metadata
+    assert report["contentType"] == "application/pdf" and report["title"] == "Fox report"
+    assert report["markdown"] == "# Fox report\n\nFoxes run fast.\n\nDogs sleep late.\n"
+    assert report["metadata"] == {"author": "Ann Writer", "publishedDate": "2026-11-01T10:00:00+00:00",
+                                  "language": "en-GB", "description": None, "canonicalUrl": None}  # fmt: skip
+    assert (await p.ok("/report.pdf", format="links"))["links"] == ["https://example.org/fox"]
+    shot = await p.error(f"{BASE}/report.pdf", "UNSUPPORTED_CONTENT_TYPE", format="screenshot")  # nothing rendered
+    assert "markdown" in shot["recoverHint"], shot
     await p.error(f"{BASE}/big", "PAGE_TOO_LARGE")
     await p.error(f"{BASE}/never", "NAVIGATION_TIMEOUT", timeoutMs=3000)
     await p.error(f"http://127.0.0.1:{PORT + 1}/", "HOST_UNREACHABLE")
+    # A page whose script moves it to an address that fails: that failure, not Chromium's error page as content.
+    moved = await p.error(f"{BASE}/to-https", "TLS_ERROR")
+    assert moved["details"] == {"url": f"https://127.0.0.1:{PORT}/to-https", "netError": "ERR_SSL_PROTOCOL_ERROR",
+                                "sentFrom": f"{BASE}/to-https", "sandboxId": p.sid}, moved  # fmt: skip
+    assert "error page" in moved["error"] and "/to-https" in moved["recoverHint"]
+    on = await p.ok("/to-article")  # a script redirect that works: the page it went to, at its own url
+    assert on["url"] == f"{BASE}/article" and "# Foxes and dogs" in on["markdown"]
     for _ in range(2):  # more failures and successes, for the count of what is left open
         await p.error(f"{BASE}/file.pdf", "UNSUPPORTED_CONTENT_TYPE", format="links")
         await p.ok("/gone", format="links")

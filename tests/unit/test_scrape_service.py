@@ -20,6 +20,7 @@ from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_PAGE_BYTES
 from sandbox_image.scrape import service as scrape_service
 from sandbox_image.scrape.output import cap_links, cap_text, json_size
 from tests.unit.browser_harness import BrowserDriver
+from tests.unit.test_scrape_pdf import REPORT_PDF
 
 PARA = "The quick brown fox jumps over the lazy dog while the reader keeps reading this sentence. " * 5
 ARTICLE = f"""<!doctype html><html lang="en"><head><title>Fox news</title>
@@ -80,6 +81,16 @@ ROUTES: dict[str, Any] = {
     "/nav-only": lambda _r: html(NAV_ONLY),
     "/gone": lambda _r: html("<title>Gone</title><h1>404 Not Found</h1><p>No such page here.</p>", 404),
     "/pdf": lambda _r: web.Response(body=b"%PDF-1.4\n%%EOF\n", content_type="application/pdf"),
+    "/report.pdf": lambda _r: web.Response(body=REPORT_PDF, content_type="application/pdf"),
+    "/to-report": lambda _r: web.Response(status=302, headers={"Location": "/report.pdf"}),
+    "/bytes/report.pdf": lambda _r: web.Response(  # a PDF the server only calls bytes, as a download
+        body=REPORT_PDF, content_type="application/octet-stream", headers={"Content-Disposition": "attachment"}
+    ),
+    "/bytes/fake.pdf": lambda _r: web.Response(
+        body=b"PK\x03\x04 not a pdf",
+        content_type="application/octet-stream",
+        headers={"Content-Disposition": "attachment"},
+    ),
     "/text": lambda _r: web.Response(text="plain words\nsecond line", content_type="text/plain"),
     "/big": lambda _r: html("<title>Big</title><p>" + "x" * (MAX_PAGE_BYTES + 1024) + "</p>"),
     "/never": never,
@@ -218,6 +229,22 @@ async def test_a_pdf_can_still_be_seen(scraper: BrowserDriver, pages: str) -> No
     assert shot["contentType"] == "application/pdf" and png_size(base64.b64decode(shot["screenshot"]))[0] > 0
 
 
+async def test_a_pdf_is_read_as_text(scraper: BrowserDriver, pages: str) -> None:
+    md = await scrape(scraper, f"{pages}/to-report")
+    assert md["url"] == f"{pages}/report.pdf" and md["status"] == 200 and md["contentType"] == "application/pdf"
+    assert md["title"] == "Fox report" and md["markdown"] == "# Fox report\n\nFoxes run fast.\n\nDogs sleep late.\n"
+    stated = {k: v for k, v in md["metadata"].items() if v is not None}
+    assert stated == {"author": "Ann Writer", "publishedDate": "2026-11-01T10:00:00+00:00", "language": "en-GB"}
+    assert not md["mainContent"] and not md["truncated"]
+    page_html = (await scrape(scraper, f"{pages}/report.pdf", format="html"))["html"]
+    assert '<section data-page="2"><p>Dogs sleep late.</p></section>' in page_html
+    assert (await scrape(scraper, f"{pages}/report.pdf", format="links"))["links"] == ["https://example.org/fox"]
+    bytes_md = await scrape(scraper, f"{pages}/bytes/report.pdf")
+    assert bytes_md["markdown"] == md["markdown"] and bytes_md["contentType"] == "application/pdf"
+    fake = await scraper.error("scrape.page", url=f"{pages}/bytes/fake.pdf")
+    assert fake.code.value == "UNSUPPORTED_CONTENT_TYPE" and fake.details["contentType"] == "application/octet-stream"
+
+
 async def test_unreachable_host(scraper: BrowserDriver) -> None:
     with socket.socket() as s:  # a port nothing listens on (bound, never listening)
         s.bind(("127.0.0.1", 0))
@@ -238,7 +265,8 @@ async def test_nothing_is_left_open(scraper: BrowserDriver, pages: str) -> None:
     await scrape(scraper, f"{pages}/article")  # the browser is up
     before = scraper.service.engine.open_counts()
     sessions = set(scraper.service.sessions.sessions)
-    for path, params in [("/article", {}), ("/pdf", {}), ("/never", {"timeoutMs": 1000}), ("/alert", {})] * 3:
+    for path, params in [("/article", {}), ("/pdf", {}), ("/report.pdf", {}), ("/never", {"timeoutMs": 1000}),
+                         ("/alert", {})] * 3:  # fmt: skip
         with contextlib.suppress(BoxwrightError):  # failures are part of the point
             await scrape(scraper, f"{pages}{path}", **params)
     # Cancelled mid-load (the MCP client gave up): cleaned up all the same.

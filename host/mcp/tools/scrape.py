@@ -5,8 +5,9 @@ With `sandboxId` the page is read in that sandbox (a fresh browser context, clos
 one, the call gets a throw-away sandbox through the JobSandboxes seam, used for this one call and
 removed when it ends — also on failure, timeout or cancellation; it counts in the caller's limits but is
 never their default, and a server restarted after a crash removes it (JobSandboxes.sweep).
-Ephemeral rather than pooled: nothing (cookies, cache, service workers, processes) can carry from one
-call to the next, at the price of a sandbox start per call (figures in docs/scrape-quality.md).
+Used once, never returned to a pool: nothing (cookies, cache, service workers, processes) can carry from
+one call to the next. It is claimed from the warm pool when there is one (a pooled sandbox has served no
+one), else started for the call (figures in docs/benchmarks.md, "scrape").
 
 `profileId` is validated by the model before anything happens. It names one of the caller's login
 profiles (host.profiles; `master` by default, made empty on first use): the page's context starts from
@@ -77,7 +78,7 @@ DESCRIPTION = (
     "otherwise it waits until the page settles. Runs in a throw-away sandbox removed afterwards, or in your "
     "sandbox with sandboxId (e.g. one serving the page on localhost). The sandbox's network mode applies. "
     f"Text is cut at {MAX_CONTENT_BYTES // 1024 // 1024} MiB and links at {MAX_LINKS} (truncated=true says so). "
-    "An HTTP error status still returns the page."
+    "An HTTP error status still returns the page. A PDF comes back as its text (markdown, html or links)."
 )
 
 

@@ -1,8 +1,10 @@
 """Pages for the scrape tests, served from inside a sandbox (`python3 scrape_site.py PORT`).
 
 /article a long article with metadata, code, a table and repeated links · /timer adds text 1.5 s after
-load · /late fetches /slow-data (0.7 s) after load and shows it · /nav-only nothing but menus ·
-/gone a 404 page · /file.pdf a PDF · /big 9 MiB of HTML · /never never answers (60 s).
+load · /late fetches /slow-data (0.7 s) after load and shows it · /nav-only nothing but menus · /gone a
+404 page · /file.pdf a PDF that is not readable · /report.pdf a two-page PDF · /big 9 MiB of HTML ·
+/never never answers (60 s) · /to-https sends itself to https (this server speaks http only), as some
+sites do · /to-article sends itself on to /article.
 """
 
 import sys
@@ -33,6 +35,50 @@ NAV_ONLY = """<!doctype html><html><head><title>Menu</title></head><body>
 <footer><a href="/privacy">Privacy</a> <a href="/terms">Terms</a></footer></body></html>"""
 GONE = "<!doctype html><title>Gone</title><h1>404 Not Found</h1><p>No such page here.</p>"
 BIG = "<!doctype html><title>Big</title><p>" + "x" * (9 * 1024 * 1024) + "</p>"
+MOVES = """<!doctype html><html><head><title>Moving</title></head><body><main><h1>Moving on</h1>{start}</main>
+<script>setTimeout(() => {{ location.href = {target}; }}, 100);</script></body></html>"""
+TO_HTTPS = MOVES.format(start=START, target="location.href.replace(/^http:/, 'https:')")
+TO_ARTICLE = MOVES.format(start=START, target="'/article'")
+
+
+def make_pdf(title: str, pages: list[str], link: str) -> bytes:
+    """A small valid PDF: one text line per page (Helvetica), a link annotation on the first page."""
+    objs: list[bytes] = []
+    n_pages = len(pages)
+    page_ids = [4 + 2 * i for i in range(n_pages)]
+    annot_id = 4 + 2 * n_pages
+    objs.append(b"<< /Type /Catalog /Pages 2 0 R /Lang (en-GB) >>")
+    kids = " ".join(f"{i} 0 R" for i in page_ids)
+    objs.append(f"<< /Type /Pages /Kids [{kids}] /Count {n_pages} >>".encode())
+    objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    for i, text in enumerate(pages):
+        stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+        annots = f" /Annots [{annot_id} 0 R]" if i == 0 else ""
+        objs.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+            f"/Contents {page_ids[i] + 1} 0 R{annots} >>".encode()
+        )
+        objs.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    objs.append(f"<< /Type /Annot /Subtype /Link /Rect [72 700 200 730] /A << /S /URI /URI ({link}) >> >>".encode())
+    info_id = len(objs) + 1
+    objs.append(f"<< /Title ({title}) /Author (Ann Writer) /CreationDate (D:20261101100000Z) >>".encode())
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objs) + 1,
+        info_id,
+        xref,
+    )
+    return bytes(out)
+
+
+REPORT_PDF = make_pdf("Fox report", ["Foxes run fast.", "Dogs sleep late."], "https://example.org/fox")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -56,7 +102,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.send("SLOW DATA LOADED", ctype="text/plain")
         if path == "/file.pdf":
             return self.send(b"%PDF-1.4\n%%EOF\n", ctype="application/pdf")
-        pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG}
+        if path == "/report.pdf":
+            return self.send(REPORT_PDF, ctype="application/pdf")
+        pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,
+                 "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE}  # fmt: skip
         if path in pages:
             return self.send(pages[path])
         return self.send(GONE, 404)
