@@ -5,6 +5,8 @@ Pipeline: the page's blocks (blocks.py) → each voter's text (voters.py) mapped
 page with everything else pruned, so headings, lists, tables and code stay what they were.
 
 Rules on top of the per-block decisions, each a whole-page judgement:
+- code, table cells and headings between kept blocks follow them from a lower probability
+  (whole_page.follow_neighbours);
 - a template slot whose words are mostly kept is kept whole, and a text kept twice (a quoted post,
   a layout's second copy) is kept once except on pages heavy with code (whole_page.finish);
 - a table is kept or dropped whole (by whether most of its words were kept), since half a table
@@ -33,7 +35,7 @@ from sandbox_image.scrape.page_kind import page_kind_features
 from sandbox_image.scrape.structure import FEATURES as STRUCTURE_FEATURES
 from sandbox_image.scrape.structure import template_path
 from sandbox_image.scrape.voters import run_voters
-from sandbox_image.scrape.whole_page import finish
+from sandbox_image.scrape.whole_page import finish, follow_neighbours
 
 MIN_WORDS = 20
 MIN_SHARE = 0.05
@@ -105,7 +107,8 @@ def select_blocks(
     chosen, _ = choose(rows, words, probabilities, selector, texts)
     steps: dict[object, str] = {}
     paths = [template_path(b, steps) for b in blocks]
-    flags = finish([p >= THRESHOLDS[chosen] for p in probabilities], texts, paths, words, rows)
+    flags = follow_neighbours([p >= THRESHOLDS[chosen] for p in probabilities], probabilities, rows)
+    flags = finish(flags, texts, paths, words, rows)
     kept = _whole_tables(blocks, {b.index for b, k in zip(blocks, flags, strict=True) if k})
     selection = Selection(blocks, probabilities, kept, fallback=False, candidate=CANDIDATES[chosen])
     if implausibly_short(selection.kept_words, selection.page_words):
@@ -221,6 +224,10 @@ def _prune(element: HtmlElement, inherited: bool) -> bool:
                 child.drop_tree()
         elif _prune(child, own):
             keep = True
+        elif own and child.get(_BLOCK_ATTR) is None and child.tag not in BLOCK_TAGS:
+            # An inline element of kept text without words of its own still separates words: a
+            # highlighter's `<span> </span>` between tokens, a `<span><br></span>` between lines.
+            child.drop_tag()
         else:
             child.drop_tree()
     return keep

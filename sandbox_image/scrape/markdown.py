@@ -35,6 +35,9 @@ def _options(base_url: str) -> html_to_markdown.ConversionOptions:
         # Likewise visibility: the rendered page decided it (a closed <details> is content a reader
         # can open; display:none was already removed where it was not), so convert it all.
         hidden_content="all",
+        # An <abbr>'s title is a tooltip, not text on the page; by default it is written out after the
+        # abbreviation, once per occurrence ("VPN (Virtual Private Network)").
+        expand_abbreviations=False,
         # Images stay images everywhere (by default those in headings become their alt text,
         # which puts "Article image for: …" into a heading's words).
         keep_inline_images_in=["h1", "h2", "h3", "h4", "h5", "h6", "a", "td", "th", "li", "figcaption"],
@@ -88,6 +91,22 @@ def unlink_dead_links(root: HtmlElement) -> None:
             a.drop_tag()
 
 
+def unlink_code(root: HtmlElement) -> None:
+    """A fenced code block is literal text: a link inside <pre> (a man page's cross-reference, a
+    playground's "Run" button) would come out as `[text](url)` in the code, so keep only its text."""
+    for pre in list(root.iter("pre")):
+        for a in list(pre.iter("a")):
+            a.drop_tag()
+
+
+def drop_sourceless_images(root: HtmlElement) -> None:
+    """An <img> without a source shows nothing (a lazy loader's placeholder that never loaded); the
+    converter would otherwise write the URL of the link around it as the link's text."""
+    for img in list(root.iter("img")):
+        if not (img.get("src") or "").strip() and not (img.get("srcset") or "").strip():
+            img.drop_tree()
+
+
 def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
     """Markdown of an element (or an HTML string); links and images absolute against base_url."""
     if isinstance(content, str):
@@ -95,6 +114,8 @@ def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
     else:
         mark_code_languages(content)
         unlink_dead_links(content)
+        unlink_code(content)
+        drop_sourceless_images(content)
         html = tostring(content, encoding="unicode")
     if not html.strip():
         return ""

@@ -10,7 +10,11 @@ threshold; two judgements only make sense for the page as a whole:
   CODE_PAGE_SHARE of the words or more: tutorials and references repeat the same steps, comments
   and sentences in each language's or platform's tab, and their reader wants every tab.
 Both chosen by site-grouped cross-validation on the WCXB development pages outside the scored set
-(docs/scrape-quality.md, round 5). Nothing here names a site or reads a reference text.
+(docs/scrape-quality.md, round 5). Before them (round 6), **code, table cells and headings
+between kept blocks** follow their neighbours from a lower probability (`follow_neighbours`): a
+long listing or a parameter table the model puts just under the threshold, or a section heading
+between kept paragraphs, is part of the run it sits in. Nothing here names a site or reads a
+reference text.
 """
 
 from __future__ import annotations
@@ -22,6 +26,42 @@ from sandbox_image.scrape.candidates import drop_repeats
 GROUP_MIN_BLOCKS = 3  # a template slot needs this many blocks to count as a group
 GROUP_MAJORITY = 0.5  # share of a group's words kept from which the whole group is kept
 CODE_PAGE_SHARE = 0.05  # share of the page's words in code blocks from which repeats are all kept
+FOLLOW_PROBABILITY = 0.2  # a code block, table cell or heading between kept blocks is kept from this probability
+
+
+def _is_code(row: Mapping[str, float]) -> bool:
+    return row.get("pre", 0.0) > 0 or row.get("in_code", 0.0) > 0
+
+
+def _is_cell(row: Mapping[str, float]) -> bool:
+    return row.get("cell", 0.0) > 0
+
+
+def follow_neighbours(
+    mask: Sequence[bool], probabilities: Sequence[float], rows: Sequence[Mapping[str, float]]
+) -> list[bool]:
+    """Keep a dropped code block or table cell (FOLLOW_PROBABILITY or more) whose nearest blocks of
+    another kind on both sides are kept, and likewise a heading between two kept blocks (or first
+    on the page, before a kept one). Only adds; judged on the flags as they were (no chains)."""
+    out = list(mask)
+    n = len(mask)
+    for i in range(n):
+        if mask[i] or probabilities[i] < FOLLOW_PROBABILITY:
+            continue
+        row = rows[i]
+        for kind in (_is_code, _is_cell):
+            if kind(row):
+                before = i - 1
+                while before >= 0 and kind(rows[before]):
+                    before -= 1
+                after = i + 1
+                while after < n and kind(rows[after]):
+                    after += 1
+                if before >= 0 and after < n and mask[before] and mask[after]:
+                    out[i] = True
+        if row.get("heading", 0.0) > 0 and i + 1 < n and mask[i + 1] and (i == 0 or mask[i - 1]):
+            out[i] = True
+    return out
 
 
 def template_majority(mask: Sequence[bool], paths: Sequence[tuple[str, ...]], words: Sequence[int]) -> list[bool]:

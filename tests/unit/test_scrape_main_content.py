@@ -130,3 +130,23 @@ def test_page_kind_signals_come_from_the_page_itself() -> None:
     assert kinds["path_product"] == 1.0 and kinds["path_forum"] == 0.0 and kinds["path_depth"] == 2.0
     assert page_kind_features(parse_html(""), "about:blank")["path_depth"] == 1.0
     assert sum(page_kind_features(parse_html(""), "").values()) == 0.0
+
+
+def test_wordless_inline_elements_of_kept_text_still_separate_words() -> None:
+    # A highlighter's whitespace-only spans between tokens, and a <span><br></span> between lines:
+    # dropping them (they hold no words) glued "from pydantic import" into "frompydanticimport".
+    html = (
+        "<html><body><main><p>Intro text that is kept.</p>"
+        '<pre><code><span class="kn">from</span><span class="w"> </span><span class="nn">pydantic</span>'
+        '<span class="w"> </span><span class="kn">import</span> BaseModel</code></pre>'
+        "<p><span>Compact Bench</span><span><br></span><span>Price: $299</span></p>"
+        "<p>Dropped paragraph <span> </span>here.</p></main></body></html>"
+    )
+    document = choose_document(html)
+    blocks = segment(document.root)
+    kept = {b.index for b in blocks if not b.text.startswith("Dropped")}
+    selection = Selection(blocks, [1.0 if b.index in kept else 0.0 for b in blocks], kept, fallback=False)
+    markdown = to_markdown(content_element(document, selection), "https://example.org/")
+    assert "from pydantic import BaseModel" in markdown
+    assert "Compact Bench  \nPrice: $299" in markdown or "Compact Bench\nPrice: $299" in markdown
+    assert "Dropped" not in markdown and "here" not in markdown

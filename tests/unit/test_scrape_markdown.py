@@ -108,3 +108,32 @@ def test_images_in_headings_stay_images() -> None:
     out = md('<h3><a href="/story"><img src="/t.jpg" alt="Article image for: Story">Story</a></h3>')
     assert "![Article image for: Story](https://example.org/t.jpg)" in out
     assert markdown_to_text(out).split() == ["Story"]
+
+
+def test_abbreviations_are_not_expanded_into_the_text() -> None:
+    # The title is a tooltip; written out after every "VPN" it added words the page does not show.
+    assert md('<p>Use a <abbr title="Virtual Private Network">VPN</abbr> here.</p>').strip() == "Use a VPN here."
+
+
+def test_links_inside_code_blocks_become_their_text() -> None:
+    # A fenced block is literal: `[pcre(3)](url)` would show the markup (and the URL) as code.
+    out = md('<pre>see <a href="/man3/pcre.3.html">pcre(3)</a> for more</pre><p><a href="/b">b</a></p>')
+    assert "```\nsee pcre(3) for more\n```" in out and "man3" not in out
+    assert "[b](https://example.org/b)" in out  # links outside code stay links
+
+
+def test_a_link_around_an_image_without_a_source_does_not_get_its_url_as_text() -> None:
+    out = md('<p><a href="/case/one"><img alt="" src=""></a> <a href="/case/two"><img src="/t.png" alt="t"></a></p>')
+    assert "[https://" not in out and "one" not in markdown_to_text(out)
+    assert "![t](https://example.org/t.png)" in out
+
+
+def test_plain_text_keeps_code_and_snake_case_as_written() -> None:
+    markdown = (
+        "The pet_type field and `model_validate()`, not _emphasis_.\n\n## 1. First step\n\n"
+        "```python\ndef __init__(self, pet_type):\n    return 2*3*4\n```\n"
+    )
+    text = markdown_to_text(markdown)
+    assert text.splitlines()[0] == "The pet_type field and model_validate(), not emphasis."
+    assert "1. First step" in text
+    assert "def __init__(self, pet_type):" in text and "return 2*3*4" in text

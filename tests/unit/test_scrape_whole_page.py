@@ -101,3 +101,35 @@ def test_select_blocks_keeps_a_short_reply_whose_template_slot_is_kept() -> None
     assert "Thanks!" in kept and not selection.fallback
     assert "Home New Top" not in kept  # the navigation, another slot, stays dropped
     assert selection.probabilities[[b.text for b in selection.blocks].index("Thanks!")] < 0.5
+
+
+def test_code_cells_and_headings_between_kept_blocks_follow_them() -> None:
+    prose, code, cell, heading = {"para": 1.0}, {"pre": 1.0}, {"cell": 1.0}, {"heading": 1.0}
+    rows = [prose, code, code, prose, cell, cell, prose, heading, prose, code, prose]
+    mask = [True, False, False, True, True, False, True, False, True, False, False]
+    probabilities = [0.9, 0.3, 0.25, 0.8, 0.6, 0.2, 0.7, 0.45, 0.9, 0.4, 0.1]
+    assert whole_page.follow_neighbours(mask, probabilities, rows) == [
+        True,
+        True,  # a listing in two blocks between kept prose: both follow
+        True,
+        True,
+        True,
+        True,  # the rest of a kept table's row
+        True,
+        True,  # a heading between kept paragraphs
+        True,
+        False,  # code whose next block is dropped stays dropped
+        False,
+    ]
+
+
+def test_follow_neighbours_needs_some_probability_and_only_adds() -> None:
+    rows = [{"para": 1.0}, {"pre": 1.0}, {"para": 1.0}, {"heading": 1.0}]
+    assert whole_page.follow_neighbours([True, False, True, False], [0.9, 0.19, 0.9, 0.9], rows) == [
+        True,
+        False,  # under FOLLOW_PROBABILITY: the model is sure it is not content
+        True,
+        False,  # a last heading has nothing kept after it
+    ]
+    unchanged = [True, True, False, True]
+    assert whole_page.follow_neighbours(unchanged, [0.9, 0.1, 0.1, 0.9], rows) == unchanged
