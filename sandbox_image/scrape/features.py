@@ -78,13 +78,18 @@ def _siblings_alike(block: Block) -> int:
     return best
 
 
-def _container_stats(blocks: Sequence[Block], vote_sum: Sequence[float]) -> dict[int, list[float]]:
-    """Per ancestor element (by id): [words, voted words, link words] of the blocks below it."""
-    stats: dict[int, list[float]] = {}
+def _container_stats(blocks: Sequence[Block], vote_sum: Sequence[float]) -> dict[object, list[float]]:
+    """Per ancestor element: [words, voted words, link words] of the blocks below it.
+
+    Keyed by the elements themselves, which the dict keeps alive. Not by id(): lxml hands out
+    short-lived proxies, and a freed proxy's id comes back as another ancestor's, merging their
+    figures differently from run to run (round 7, docs/scrape-quality.md).
+    """
+    stats: dict[object, list[float]] = {}
     for b, v in zip(blocks, vote_sum, strict=True):
         element = b.element.getparent()
         while element is not None:
-            entry = stats.setdefault(id(element), [0.0, 0.0, 0.0])
+            entry = stats.setdefault(element, [0.0, 0.0, 0.0])
             entry[0] += b.words
             entry[1] += v * b.words
             entry[2] += b.link_words
@@ -133,7 +138,7 @@ def block_features(
             f.update(page)
         f.update({f"page_kept_{name}": share for name, share in kept_share.items()})
         for level in CONTAINER_LEVELS:
-            words, voted, links = containers.get(id(_ancestor(b.element, level)), (0.0, 0.0, 0.0))
+            words, voted, links = containers.get(_ancestor(b.element, level), (0.0, 0.0, 0.0))
             f[f"up{level}_votes"] = voted / words if words else 0.0
             f[f"up{level}_share"] = words / total_words
             f[f"up{level}_link_density"] = links / words if words else 0.0
