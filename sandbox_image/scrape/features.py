@@ -34,7 +34,10 @@ _CONTENT_WORDS = re.compile(
 _SENTENCE_END = re.compile(r"[.!?:;\u3002\uff01\uff1f\"'\u201d)]$")
 ANCESTOR_DEPTH = 6  # how far up class/id words are looked for
 NEIGHBOURS = 2  # blocks on each side whose votes are averaged
-CONTAINER_LEVELS = (1, 2, 4)  # ancestors whose vote share and size describe the block's region
+# No figures of the block's ancestors as regions (vote share, size, link density of its 1st/2nd/4th ancestor):
+# until round 7 they were keyed by id() of lxml's short-lived proxies, so mostly missing and otherwise another
+# element's, differently from run to run; computed exactly they cross-validated worse than without them
+# (docs/scrape-quality.md, "Round 7").
 
 
 def _attr_words(element: object) -> str:
@@ -78,29 +81,6 @@ def _siblings_alike(block: Block) -> int:
     return best
 
 
-def _container_stats(blocks: Sequence[Block], vote_sum: Sequence[float]) -> dict[int, list[float]]:
-    """Per ancestor element (by id): [words, voted words, link words] of the blocks below it."""
-    stats: dict[int, list[float]] = {}
-    for b, v in zip(blocks, vote_sum, strict=True):
-        element = b.element.getparent()
-        while element is not None:
-            entry = stats.setdefault(id(element), [0.0, 0.0, 0.0])
-            entry[0] += b.words
-            entry[1] += v * b.words
-            entry[2] += b.link_words
-            element = element.getparent()
-    return stats
-
-
-def _ancestor(element: object, level: int) -> object:
-    for _ in range(level):
-        parent = element.getparent()  # type: ignore[attr-defined]
-        if parent is None:
-            break
-        element = parent
-    return element
-
-
 def block_features(
     blocks: Sequence[Block],
     votes: Mapping[str, Sequence[bool]],
@@ -121,7 +101,6 @@ def block_features(
     }
     vote_sum = [sum(flags[i] for flags in votes.values()) / max(len(votes), 1) for i in range(n)]
     tags = Counter(b.tag for b in blocks)
-    containers = _container_stats(blocks, vote_sum)
     structure = structure_features(blocks, vote_sum) if with_structure else [{} for _ in blocks]
     out = []
     for i, b in enumerate(blocks):
@@ -132,11 +111,6 @@ def block_features(
         if page:
             f.update(page)
         f.update({f"page_kept_{name}": share for name, share in kept_share.items()})
-        for level in CONTAINER_LEVELS:
-            words, voted, links = containers.get(id(_ancestor(b.element, level)), (0.0, 0.0, 0.0))
-            f[f"up{level}_votes"] = voted / words if words else 0.0
-            f[f"up{level}_share"] = words / total_words
-            f[f"up{level}_link_density"] = links / words if words else 0.0
         f.update(
             votes=vote_sum[i],
             votes_around=sum(around) / len(around) if around else 0.0,

@@ -119,13 +119,13 @@ def select_blocks(
 
 def _whole_tables(blocks: list[Block], kept: set[int]) -> set[int]:
     """Keep or drop each table whole, by whether most of its words were kept."""
-    tables: dict[int, tuple[HtmlElement, list[Block]]] = {}
+    tables: dict[HtmlElement, list[Block]] = {}  # keyed by the element (kept alive), never by id()
     for b in blocks:
         table = next((a for a in b.element.iterancestors("table")), None)
         if table is not None:
-            tables.setdefault(id(table), (table, []))[1].append(b)
+            tables.setdefault(table, []).append(b)
     result = set(kept)
-    for _table, members in tables.values():
+    for members in tables.values():
         total = sum(b.words for b in members)
         inside = sum(b.words for b in members if b.index in kept)
         for b in members:
@@ -136,33 +136,33 @@ def _whole_tables(blocks: list[Block], kept: set[int]) -> set[int]:
 def _media_in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> list[HtmlElement]:
     """Media elements inside a kept block or between two kept blocks (document order).
 
-    The elements themselves, not their id()s: lxml hands out short-lived proxy objects, so the id
-    of a proxy that has been freed can come back as the id of another element's proxy (that made
-    the output depend on what earlier code left in memory).
+    Keyed by the elements themselves, not their id()s: lxml hands out short-lived proxy objects, so
+    the id of a proxy that has been freed can come back as the id of another element's proxy (that
+    made the output depend on what earlier code left in memory).
     """
-    by_element = {id(b.element): b.index for b in blocks}
+    by_element = {b.element: b.index for b in blocks}
     order: list[tuple[str, HtmlElement, int]] = []  # ("block", el, index) | ("media", el, -1)
     for element in root.iter():
         if not isinstance(element.tag, str):
             continue
-        if id(element) in by_element:
-            order.append(("block", element, by_element[id(element)]))
+        if element in by_element:
+            order.append(("block", element, by_element[element]))
         elif element.tag in MEDIA_TAGS:
             order.append(("media", element, -1))
-    keep: dict[int, HtmlElement] = {}  # id -> element; holding the element keeps its id unique
+    keep: dict[HtmlElement, None] = {}  # an ordered set: document order, each element once
     last_block = -1
     pending: list[HtmlElement] = []
     for kind, element, index in order:
         if kind == "block":
             if index in kept and last_block in kept:
-                keep.update((id(m), m) for m in pending)
+                keep.update(dict.fromkeys(pending))
             pending, last_block = [], index
         else:
-            owner = next((a for a in element.iterancestors() if id(a) in by_element), None)
-            if owner is not None and by_element[id(owner)] in kept:
-                keep[id(element)] = element
+            owner = next((a for a in element.iterancestors() if a in by_element), None)
+            if owner is not None and by_element[owner] in kept:
+                keep[element] = None
             pending.append(element)
-    return list(keep.values())
+    return list(keep)
 
 
 def content_element(document: Document, selection: Selection) -> HtmlElement:

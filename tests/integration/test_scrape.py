@@ -142,11 +142,12 @@ async def formats(p: Scraper) -> None:
 
 async def waits_and_fallback(p: Scraper) -> None:
     """TC-02 / TC-03 / TC-04."""
-    short = await p.ok("/timer", waitFor=200)
+    # The whole page: the waits are under test, and which blocks of a toy page are main content is the models' call.
+    short = await p.ok("/timer", waitFor=200, onlyMainContent=False)
     assert short["wait"] == "fixed" and "TIMER CONTENT ARRIVED" not in short["markdown"]
-    long = await p.ok("/timer", waitFor=2500)
+    long = await p.ok("/timer", waitFor=2500, onlyMainContent=False)
     assert long["wait"] == "fixed" and "TIMER CONTENT ARRIVED" in long["markdown"]
-    late = await p.ok("/late")
+    late = await p.ok("/late", onlyMainContent=False)
     assert late["wait"] == "settled" and "SLOW DATA LOADED" in late["markdown"]
     menu = await p.ok("/nav-only")
     assert menu["fallback"] and not menu["mainContent"] and "Gamma" in menu["markdown"]
