@@ -687,6 +687,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     pages = load_corpus(args.corpus, args.only)
+    if not pages:
+        parser.error(
+            f"no pages in {args.corpus} (a WCXB directory with ground-truth/ and html/, or --only matched none):"
+            " pass --corpus DIR or set WCXB_CORPUS"
+        )
     if args.command == "render":
         asyncio.run(render_corpus(pages, args.cache, args.split, args.concurrency, args.force))
         return 0
