@@ -4,6 +4,12 @@ Two sources, both stated by the page: the schema.org types it declares (JSON-LD 
 itemtype, og:type) and the conventional words in its URL path (/products/, /collections/,
 /threads/, /docs/ …). Each kind becomes one 0/1 feature; the model learns how much to trust it.
 No page type label is ever read from outside the page.
+
+In the extraction (main_content.select_blocks) the root has already lost its scripts
+(dom.remove_unrendered), so JSON-LD declarations are not seen there: only microdata and og:type
+count, and the shipped models were trained that way. Reading JSON-LD before the scripts go (branch
+extract10) and retraining cross-validated level with this (round 9, docs/scrape-quality.md), so the
+models were left as they are.
 """
 
 from __future__ import annotations
