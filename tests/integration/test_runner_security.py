@@ -37,6 +37,14 @@ def serve(server):  # whatever connects to our socket: keep every byte it sends
                 pass
         threading.Thread(target=pump, daemon=True).start()
 
+# Strike only once the runner has answered the start of this background run (the test writes "go"):
+# otherwise, on a loaded machine, the runner could die before confirming the start, and the start
+# itself would rightly answer RUN_OUTCOME_UNKNOWN.
+for _ in range(300):
+    if os.path.exists("/workspace/go"):
+        break
+    time.sleep(0.1)
+
 daemons = []
 for d in glob.glob("/proc/[0-9]*"):
     try:
@@ -96,6 +104,7 @@ async def test_runner_code_cannot_take_the_runners_place(http_server: HttpServer
             await s.ok("file_write", {"path": "hijack.py", "content": HIJACK})
             started = await s.ok("code_run", {"language": "bash", "code": "exec python3 hijack.py", "background": True})
             assert started["processId"]
+            await s.ok("file_write", {"path": "go", "content": ""})
             for _ in range(100):
                 log = await s.call("file_read", {"path": "hijack.log"})
                 if not log.is_error and "ready" in log.data["content"]:
