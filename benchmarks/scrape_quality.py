@@ -644,7 +644,7 @@ def score(args: argparse.Namespace, pages: list[Page]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["render", "baselines", "prepare", "train", "score"])
+    parser.add_argument("command", choices=["render", "baselines", "prepare", "train", "cv", "score"])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--split", default="dev300", help="name of the corpus in the cache")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
@@ -685,7 +685,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="train: learn the per-page threshold selector (selector.json) instead of the block model",
     )
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=[0, 1, 2],
+        help="cv: the classifiers' seeds (each seed is a whole cross-validation; figures are averaged)",
+    )
     args = parser.parse_args(argv)
+    if args.command == "cv":
+        return cv_command(args)
     pages = load_corpus(args.corpus, args.only)
     if not pages:
         parser.error(
@@ -713,6 +722,114 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def training_rows(args: argparse.Namespace) -> tuple[list[Any], list[Page], dict[str, int]]:
+    """The prepared pages of --train-on's splits, their feature rows, and how many per split."""
+    import scrape_train
+
+    rows: list[Any] = []
+    pages: list[Page] = []
+    used = {}
+    for spec in args.train_on:
+        split, _, corpus = spec.partition("=")
+        # Pages prepared (`prepare` command) so far: preparing is the slow part, run it on its own.
+        ready = [p for p in load_corpus(Path(corpus)) if scrape_train.prep_path(args.cache, split, p.file_id).exists()]
+        rows += [scrape_train.page_rows(p, args.cache, split, load_rendered) for p in ready]
+        pages += ready
+        used[split] = len(ready)
+    if not rows:
+        raise SystemExit(f"{args.command}: give --train-on SPLIT=CORPUS (rendered and prepared first)")
+    return rows, pages, used
+
+
+def cross_validate(args: argparse.Namespace, rows: list[Any], pages: list[Page], seed: int) -> Scores:
+    """One whole cross-validation by site (the folds of the selector's training): per fold, both block
+    models and the selector are learnt from the other folds' pages alone, and the engine itself
+    (extract_html with those models, then markdown reduced to text) answers each held-out page."""
+    import scrape_train
+
+    from sandbox_image.scrape.extract import extract_html
+    from sandbox_image.scrape.plaintext import markdown_to_text
+
+    folds = scrape_train.fold_models(rows, seed=seed)
+    probabilities = scrape_train.out_of_fold_probabilities(rows, fitted=folds)
+    split_of = {}
+    for spec in args.train_on:
+        split, _, corpus = spec.partition("=")
+        split_of.update(dict.fromkeys((p.file_id for p in load_corpus(Path(corpus))), split))
+
+    def answer(page: Page, models: tuple[Any, ...], selector: Any) -> tuple[float, float, float]:
+        split = split_of[page.file_id]
+        rendered = load_rendered(args.cache, split, page.file_id) or {}
+        with gzip.open(scrape_train.prep_path(args.cache, split, page.file_id), "rt", encoding="utf-8") as f:
+            voter_texts = json.load(f)["voters"]
+        extracted = extract_html(
+            rendered.get("annotated", ""),
+            page.url,
+            response_html=page.html(),
+            lang=rendered.get("lang", ""),
+            models=models,
+            selector=selector,
+            voter_texts=voter_texts,
+        )
+        return word_prf(markdown_to_text(extracted.markdown), page.main_content)
+
+    scores = Scores()
+    for fold in folds:
+        train = [rows[i] for i in fold.train]
+        selector = scrape_train.fit_selector(train, [probabilities[i] for i in fold.train], {}, seed)
+        models = fold.forests()
+        for i in fold.test:
+            scores.per_page[pages[i].file_id] = answer(pages[i], models, selector)
+    # A page without blocks (an app shell that rendered nothing, here 8 of dev-rest's) is in no fold; the
+    # engine still answers it (its whole page, or nothing), the same for every design.
+    for page in pages:
+        if page.file_id not in scores.per_page:
+            scores.per_page[page.file_id] = answer(page, folds[0].forests(), None)
+    return scores
+
+
+_CV_INPUT: tuple[argparse.Namespace, list[Any], list[Page]] | None = None
+
+
+def _cross_validate_seed(seed: int) -> Scores:
+    assert _CV_INPUT is not None
+    return cross_validate(*_CV_INPUT, seed)
+
+
+def cv_command(args: argparse.Namespace) -> int:
+    """Cross-validation on the training splits (never the scored ones): how a design is chosen."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    global _CV_INPUT
+    rows, pages, used = training_rows(args)
+    print(f"cv on {used}, seeds {args.seeds}", file=sys.stderr)
+    # Forked workers inherit the rows already built (nothing large is pickled); each seed is independent.
+    _CV_INPUT = (args, rows, pages)
+    with ProcessPoolExecutor(max(1, min(args.concurrency, len(args.seeds))), mp_context=get_context("fork")) as pool:
+        runs = list(pool.map(_cross_validate_seed, args.seeds))
+    summaries = {f"seed {s}": r.summary(pages) for s, r in zip(args.seeds, runs, strict=True)}
+    columns = ["overall", *PAGE_TYPES]
+    mean = {
+        c: {m: statistics.fmean(v[c][m] for v in summaries.values()) for m in ("p", "r", "f1")}
+        for c in columns
+        if all(c in v for v in summaries.values())
+    }
+    summaries[f"mean of {len(runs)}"] = mean
+    print(f"\n### Cross-validated F1 ({used}, 5 folds by site)\n")
+    print(table(summaries, "f1"))
+    report = {
+        "trained_on": used,
+        "seeds": args.seeds,
+        "summaries": summaries,
+        "per_page": {f"seed {s}": r.per_page for s, r in zip(args.seeds, runs, strict=True)},
+    }
+    output = args.output or args.cache / "scrape-quality-cv.json"
+    output.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    print(f"\nreport: {output}", file=sys.stderr)
+    return 0
+
+
 def train_command(args: argparse.Namespace) -> int:
     """Learn the block classifier (or with --selector the threshold selector) from other rendered splits
     (never the one being scored)."""
@@ -720,16 +837,7 @@ def train_command(args: argparse.Namespace) -> int:
 
     from sandbox_image.scrape import candidates
 
-    rows = []
-    used = {}
-    for spec in args.train_on:
-        split, _, corpus = spec.partition("=")
-        # Pages prepared (`prepare` command) so far: preparing is the slow part, run it on its own.
-        pages = [p for p in load_corpus(Path(corpus)) if scrape_train.prep_path(args.cache, split, p.file_id).exists()]
-        rows += [scrape_train.page_rows(p, args.cache, split, load_rendered) for p in pages]
-        used[split] = len(pages)
-    if not rows:
-        raise SystemExit("train: give --train-on SPLIT=CORPUS (rendered first)")
+    rows, _pages, used = training_rows(args)
     if args.selector:
         selector_info = {
             "trained_on": used,

@@ -100,7 +100,7 @@ def page_rows(page: Any, cache: Path, split: str, load_rendered: Any) -> PageRow
     return PageRows(page.file_id, texts, [b.words for b in blocks], features, labels, site, page.main_content)
 
 
-def fit(rows: list[PageRows], features: list[str] | None = None) -> tuple[Any, list[str]]:
+def fit(rows: list[PageRows], features: list[str] | None = None, seed: int = SEED) -> tuple[Any, list[str]]:
     import numpy as np
     from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -108,7 +108,7 @@ def fit(rows: list[PageRows], features: list[str] | None = None) -> tuple[Any, l
     x = np.array([[f.get(n, 0.0) for n in names] for r in rows for f in r.features])
     y = np.array([label for r in rows for label in r.labels])
     w = np.array([float(words) for r in rows for words in r.words])
-    model = HistGradientBoostingClassifier(random_state=SEED)
+    model = HistGradientBoostingClassifier(random_state=seed)
     model.fit(x, y, sample_weight=w)
     return model, names
 
@@ -141,27 +141,62 @@ def word_f1(predicted: str, reference: str) -> float:
     return 2 * overlap / (sum(pred.values()) + sum(ref.values()))
 
 
+def site_folds(rows: list[PageRows], folds: int = SELECTOR_FOLDS) -> list[tuple[list[int], list[int]]]:
+    """(training, held-out) row indexes of each fold; a site's pages are always in the same fold."""
+    from sklearn.model_selection import GroupKFold
+
+    usable = [i for i, r in enumerate(rows) if r.features]
+    return [
+        ([usable[i] for i in train_idx], [usable[i] for i in test_idx])
+        for train_idx, test_idx in GroupKFold(n_splits=folds).split(usable, groups=[rows[i].site for i in usable])
+    ]
+
+
+@dataclass
+class FoldModels:
+    """One fold's block models, fitted without its held-out sites, and their probabilities there."""
+
+    train: list[int]
+    test: list[int]
+    fitted: list[tuple[Any, list[str]]]
+
+    def forests(self) -> tuple[Forest, ...]:
+        return tuple(from_sklearn(model, names, THRESHOLD, {}) for model, names in self.fitted)
+
+
+def fold_models(
+    rows: list[PageRows], folds: int = SELECTOR_FOLDS, ensemble: bool = True, seed: int = SEED
+) -> list[FoldModels]:
+    """Per fold, the v2 recipe's model and, when `ensemble`, the structure model (as the engine ships)."""
+    base = base_features(rows)
+    out = []
+    for train_idx, test_idx in site_folds(rows, folds):
+        fold = [rows[i] for i in train_idx]
+        out.append(
+            FoldModels(train_idx, test_idx, [fit(fold, base, seed)] + ([fit(fold, None, seed)] if ensemble else []))
+        )
+    return out
+
+
 def out_of_fold_probabilities(
-    rows: list[PageRows], folds: int = SELECTOR_FOLDS, ensemble: bool = True
+    rows: list[PageRows],
+    folds: int = SELECTOR_FOLDS,
+    ensemble: bool = True,
+    seed: int = SEED,
+    fitted: list[FoldModels] | None = None,
 ) -> list[list[float]]:
     """Block probabilities for each page from block models that never saw the page's site: the v2
     recipe, averaged with the structure model when `ensemble` (as the engine does when both ship)."""
     import numpy as np
-    from sklearn.model_selection import GroupKFold
 
     out: list[list[float]] = [[] for _ in rows]
-    usable = [i for i, r in enumerate(rows) if r.features]
-    base = base_features(rows)
-    for train_idx, test_idx in GroupKFold(n_splits=folds).split(usable, groups=[rows[i].site for i in usable]):
-        fold = [rows[usable[i]] for i in train_idx]
-        fitted = [fit(fold, base)] + ([fit(fold)] if ensemble else [])
-        for i in test_idx:
-            r = rows[usable[i]]
+    for fold in fitted or fold_models(rows, folds, ensemble, seed):
+        for i in fold.test:
             each = [
-                model.predict_proba(np.array([[f.get(n, 0.0) for n in names] for f in r.features]))[:, 1]
-                for model, names in fitted
+                model.predict_proba(np.array([[f.get(n, 0.0) for n in names] for f in rows[i].features]))[:, 1]
+                for model, names in fold.fitted
             ]
-            out[usable[i]] = [float(v) for v in np.mean(each, axis=0)]
+            out[i] = [float(v) for v in np.mean(each, axis=0)]
     return out
 
 
@@ -183,6 +218,20 @@ def selector_rows(
     return features, gains, sites
 
 
+def fit_selector(
+    rows: list[PageRows], probabilities: list[list[float]], info: dict[str, Any], seed: int = SEED
+) -> Forest:
+    """The per-page candidate selector, learnt from the pages' out-of-fold block probabilities."""
+    import numpy as np
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    features, gains, _sites = selector_rows(rows, probabilities)
+    names = sorted({k for f in features for k in f})
+    x = np.array([[f.get(n, 0.0) for n in names] for f in features])
+    model = HistGradientBoostingRegressor(random_state=seed).fit(x, np.array(gains))
+    return from_sklearn(model, names, SELECTOR_MARGIN, info)
+
+
 def train_selector(
     rows: list[PageRows],
     info: dict[str, Any],
@@ -190,14 +239,7 @@ def train_selector(
     probabilities: list[list[float]] | None = None,
 ) -> Forest:
     """Learn the per-page candidate selector from out-of-fold block probabilities (by site)."""
-    import numpy as np
-    from sklearn.ensemble import HistGradientBoostingRegressor
-
     probabilities = probabilities or out_of_fold_probabilities(rows, ensemble=STRUCTURE_MODEL_PATH.exists())
-    features, gains, _sites = selector_rows(rows, probabilities)
-    names = sorted({k for f in features for k in f})
-    x = np.array([[f.get(n, 0.0) for n in names] for f in features])
-    model = HistGradientBoostingRegressor(random_state=SEED).fit(x, np.array(gains))
-    forest = from_sklearn(model, names, SELECTOR_MARGIN, info)
+    forest = fit_selector(rows, probabilities, info)
     path.write_text(json.dumps(forest.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
     return forest

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -72,7 +72,8 @@ def extract_html(
     only_main_content: bool = True,
     response_html: str | None = None,
     lang: str = "",
-    model: Forest | None = None,
+    models: Sequence[Forest] | None = None,
+    selector: Forest | None = None,
     voter_texts: Mapping[str, str] | None = None,
 ) -> ExtractedPage:
     """Extract from annotate.js's HTML (plain HTML works too: it just has no visibility marks)."""
@@ -82,7 +83,7 @@ def extract_html(
     links = extract_links(root, url)
     fallback = False
     if only_main_content:
-        selection = select_blocks(document, url, lang or metadata.language, model, voter_texts)
+        selection = select_blocks(document, url, lang or metadata.language, models, voter_texts, selector)
         fallback = selection.fallback
         content = visible_body(document) if fallback else content_element(document, selection)
     else:

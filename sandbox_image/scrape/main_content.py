@@ -20,7 +20,7 @@ MIN_WORDS words and under MIN_SHARE of the page — the whole visible page is re
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from lxml.html import HtmlElement
@@ -72,7 +72,7 @@ def select_blocks(
     document: Document,
     url: str,
     lang: str = "",
-    model: Forest | None = None,
+    models: Sequence[Forest] | None = None,
     voter_texts: Mapping[str, str] | None = None,
     selector: Forest | None = None,
     use_selector: bool = True,
@@ -81,9 +81,10 @@ def select_blocks(
 
     `voter_texts` lets the benchmark reuse the voters' answers it cached for this very document;
     `use_selector=False` keeps the block model's default threshold on every page (no stacking).
-    Without `model`, the shipped block models are averaged (model.load_models).
+    Without `models`, the shipped block models are averaged (model.load_models); the benchmark's
+    cross-validation passes each fold's own models and selector.
     """
-    models = (model,) if model is not None else load_models()
+    models = models or load_models()
     selector = (selector or load_selector()) if use_selector else None
     blocks = segment(document.root)
     if not blocks:

@@ -110,7 +110,7 @@ def test_a_page_the_block_model_finds_nothing_on_falls_back_whatever_the_selecto
     masks = candidate_masks([0.35])
     assert not any(masks[DEFAULT]) and all(masks[THRESHOLDS.index(0.3)]), "the selector would have a choice"
     eager = select_blocks(
-        document, "https://example.org/", model=lukewarm, voter_texts=voter_texts, selector=prefers_recall
+        document, "https://example.org/", models=(lukewarm,), voter_texts=voter_texts, selector=prefers_recall
     )
     assert eager.fallback and eager.candidate == CANDIDATES[DEFAULT]
     assert eager.kept == {b.index for b in eager.blocks}

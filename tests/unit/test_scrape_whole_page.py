@@ -66,10 +66,10 @@ TABS = """<html><body><main><h1>Send a message</h1>
 def test_select_blocks_keeps_each_tabs_copy_on_a_code_page_and_one_copy_elsewhere() -> None:
     voters = {"trafilatura": "", "resiliparse": ""}
     code_page = choose_document(TABS.format("Client.Send(to, body);"))
-    selection = select_blocks(code_page, "https://example.org/", model=_certain(0.9), voter_texts=voters)
+    selection = select_blocks(code_page, "https://example.org/", models=(_certain(0.9),), voter_texts=voters)
     assert sum("Replace the value" in b.text for b in selection.blocks if b.index in selection.kept) == 2
     prose_page = choose_document(TABS.replace("<pre>client.send(to, body)</pre>", "").format(""))
-    selection = select_blocks(prose_page, "https://example.org/", model=_certain(0.9), voter_texts=voters)
+    selection = select_blocks(prose_page, "https://example.org/", models=(_certain(0.9),), voter_texts=voters)
     assert sum("Replace the value" in b.text for b in selection.blocks if b.index in selection.kept) == 1
 
 
@@ -95,7 +95,7 @@ def test_select_blocks_keeps_a_short_reply_whose_template_slot_is_kept() -> None
     )
     document = choose_document(THREAD)
     selection = select_blocks(
-        document, "https://example.org/t/1", model=long_only, voter_texts={"trafilatura": ""}, use_selector=False
+        document, "https://example.org/t/1", models=(long_only,), voter_texts={"trafilatura": ""}, use_selector=False
     )
     kept = {b.text for b in selection.blocks if b.index in selection.kept}
     assert "Thanks!" in kept and not selection.fallback
