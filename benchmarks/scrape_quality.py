@@ -744,7 +744,11 @@ def training_rows(args: argparse.Namespace) -> tuple[list[Any], list[Page], dict
 def cross_validate(args: argparse.Namespace, rows: list[Any], pages: list[Page], seed: int) -> Scores:
     """One whole cross-validation by site (the folds of the selector's training): per fold, both block
     models and the selector are learnt from the other folds' pages alone, and the engine itself
-    (extract_html with those models, then markdown reduced to text) answers each held-out page."""
+    (extract_html with those models, then markdown reduced to text) answers each held-out page.
+
+    The selector learns from the other folds' out-of-fold probabilities, which came from models that did
+    see the held-out fold: one level of nesting less than a clean estimate, as cheap as `train` itself.
+    """
     import scrape_train
 
     from sandbox_image.scrape.extract import extract_html

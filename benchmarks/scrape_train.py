@@ -154,7 +154,7 @@ def site_folds(rows: list[PageRows], folds: int = SELECTOR_FOLDS) -> list[tuple[
 
 @dataclass
 class FoldModels:
-    """One fold's block models, fitted without its held-out sites, and their probabilities there."""
+    """One fold's block models, fitted without its held-out sites (row indexes of both sides)."""
 
     train: list[int]
     test: list[int]
