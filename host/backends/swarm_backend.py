@@ -76,6 +76,14 @@ _BEFORE_RUNNING = {"new", "allocated", "pending", "assigned", "accepted", "prepa
 _ENDED = {"complete", "shutdown", "failed", "rejected", "remove", "orphaned"}
 
 
+START_ATTEMPTS = 2  # a task whose container never started is made once more (moby/moby#48783)
+_NEVER_STARTED = "starting container failed"  # swarm's task error when the container never ran
+
+
+class _NeverStarted(BoxwrightError):
+    """SANDBOX_START_FAILED for a task that failed before its container ran: worth one more try."""
+
+
 @dataclass(frozen=True)
 class Task:
     service_id: str
@@ -375,6 +383,24 @@ class SwarmBackend(SandboxBackend):
         return f"boxwright-{sandbox_id}-agent"
 
     def start(self, spec: StartSpec) -> ContainerInfo:
+        """Service and secret, then the task running; a task whose container never started is tried once more.
+
+        moby/moby#48783: now and then (about 1 start in 100-200 with a secret mounted, and every
+        sandbox has one) a node fails a task with "starting container failed: unable to remount dir
+        as readonly … device or resource busy". The container never ran, so nothing is lost by
+        removing the service and making it again; a second failure is answered as it is.
+        """
+        deadline = time.monotonic() + self.settings.startup_timeout
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return self._start_once(spec, deadline)
+            except _NeverStarted as exc:
+                if attempt == START_ATTEMPTS or time.monotonic() >= deadline:
+                    raise
+                log.warning("sandbox %s: %s; starting it again", spec.sandbox_id, exc.message)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _start_once(self, spec: StartSpec, deadline: float) -> ContainerInfo:
         hashes = "".join(f"{k}={v}\n" for k, v in spec.env.items() if k in HASH_VARS)
         try:
             secret = self.manager.secrets.create(
@@ -382,7 +408,7 @@ class SwarmBackend(SandboxBackend):
             )
             image_id = self.image_id(spec.image)
             created = self.manager.api.create_service(**self.service_spec(spec, secret.id or "", image_id))
-            task = self._wait_running(created["ID"], time.monotonic() + self.settings.startup_timeout)
+            task = self._wait_running(created["ID"], deadline)
         except BaseException as exc:
             with contextlib.suppress(Exception):
                 self.remove(spec.sandbox_id, None)
@@ -412,7 +438,8 @@ class SwarmBackend(SandboxBackend):
                     return task
                 if task.state in _ENDED:
                     missing = "No such image" in task.error
-                    raise BoxwrightError(
+                    never_started = not missing and task.state == "failed" and task.error.startswith(_NEVER_STARTED)
+                    raise (_NeverStarted if never_started else BoxwrightError)(
                         ErrorCode.IMAGE_NOT_FOUND if missing else ErrorCode.SANDBOX_START_FAILED,
                         f"the sandbox task {task.state}: {task.error or 'no reason given'}",
                         hint=PUSH_HINT if missing else None,

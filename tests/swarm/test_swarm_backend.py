@@ -6,6 +6,8 @@ Lean on purpose (the fixture alone costs ~30–60 s): each test covers several f
 
 from __future__ import annotations
 
+import io
+import logging
 import threading
 
 import docker
@@ -65,7 +67,10 @@ async def test_claim_is_compare_and_swap_and_leaves_the_task_running(
 
 
 async def test_clear_errors_for_a_misconfigured_fleet(
-    swarm_cluster: SwarmCluster, swarm_backend: SwarmBackend, swarm_manager: SandboxManager
+    swarm_cluster: SwarmCluster,
+    swarm_backend: SwarmBackend,
+    swarm_manager: SandboxManager,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     # An engine that is not a manager.
     worker = SwarmBackend(swarm_backend.settings, manager=swarm_cluster.nodes[1].docker, engines=[])
@@ -81,6 +86,28 @@ async def test_clear_errors_for_a_misconfigured_fleet(
     assert len(swarm_backend.nodes_missing_image("boxwright-sandbox:not-on-nodes")) == len(swarm_cluster.nodes)
     assert swarm_backend.nodes_missing_image(swarm_cluster.image) == []
     swarm_manager.settings = swarm_manager.settings.model_copy(update={"image": swarm_cluster.image})
+
+    # A container that cannot start (its entrypoint is missing): the task fails before the container
+    # runs, which is tried once more (moby/moby#48783 fails such starts now and then), then answered
+    # with the node's reason; neither attempt leaves anything behind.
+    broken = "boxwright-sandbox:entrypoint-missing"
+    dockerfile = f'FROM {swarm_cluster.image}\nENTRYPOINT ["/no-such-entrypoint"]\n'.encode()
+    for node in swarm_cluster.nodes:
+        node.docker.images.build(fileobj=io.BytesIO(dockerfile), tag=broken, rm=True)
+    swarm_manager.settings = swarm_manager.settings.model_copy(update={"image": broken})
+    caplog.set_level(logging.WARNING, logger="host.backends.swarm_backend")
+    try:
+        with pytest.raises(BoxwrightError) as err:
+            await swarm_manager.create(ALICE)
+    finally:
+        swarm_manager.settings = swarm_manager.settings.model_copy(update={"image": swarm_cluster.image})
+        for node in swarm_cluster.nodes:
+            node.docker.images.remove(broken, force=True)
+    assert err.value.code is ErrorCode.SANDBOX_START_FAILED
+    assert "starting container failed" in err.value.message and "no-such-entrypoint" in err.value.message
+    retries = [r for r in caplog.records if "starting it again" in r.getMessage()]
+    assert len(retries) == 1 and "no-such-entrypoint" in retries[0].getMessage()
+    assert leftovers(swarm_cluster, swarm_backend.settings.namespace) == []
 
     # No node labelled for sandboxes: said so with the command that fixes it.
     mgr = swarm_cluster.manager.docker
