@@ -722,26 +722,32 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def training_rows(args: argparse.Namespace) -> tuple[list[Any], list[Page], dict[str, int]]:
-    """The prepared pages of --train-on's splits, their feature rows, and how many per split."""
+def training_rows(args: argparse.Namespace) -> tuple[list[Any], list[Page], dict[str, str]]:
+    """The prepared pages of --train-on's splits, their feature rows, and each page's split."""
     import scrape_train
 
     rows: list[Any] = []
     pages: list[Page] = []
-    used = {}
+    split_of: dict[str, str] = {}
     for spec in args.train_on:
         split, _, corpus = spec.partition("=")
         # Pages prepared (`prepare` command) so far: preparing is the slow part, run it on its own.
         ready = [p for p in load_corpus(Path(corpus)) if scrape_train.prep_path(args.cache, split, p.file_id).exists()]
         rows += [scrape_train.page_rows(p, args.cache, split, load_rendered) for p in ready]
         pages += ready
-        used[split] = len(ready)
+        split_of.update(dict.fromkeys((p.file_id for p in ready), split))
     if not rows:
         raise SystemExit(f"{args.command}: give --train-on SPLIT=CORPUS (rendered and prepared first)")
-    return rows, pages, used
+    return rows, pages, split_of
 
 
-def cross_validate(args: argparse.Namespace, rows: list[Any], pages: list[Page], seed: int) -> Scores:
+def pages_per_split(split_of: dict[str, str]) -> dict[str, int]:
+    return dict(Counter(split_of.values()))
+
+
+def cross_validate(
+    args: argparse.Namespace, rows: list[Any], pages: list[Page], split_of: dict[str, str], seed: int
+) -> Scores:
     """One whole cross-validation by site (the folds of the selector's training): per fold, both block
     models and the selector are learnt from the other folds' pages alone, and the engine itself
     (extract_html with those models, then markdown reduced to text) answers each held-out page.
@@ -756,10 +762,6 @@ def cross_validate(args: argparse.Namespace, rows: list[Any], pages: list[Page],
 
     folds = scrape_train.fold_models(rows, seed=seed)
     probabilities = scrape_train.out_of_fold_probabilities(rows, fitted=folds)
-    split_of = {}
-    for spec in args.train_on:
-        split, _, corpus = spec.partition("=")
-        split_of.update(dict.fromkeys((p.file_id for p in load_corpus(Path(corpus))), split))
 
     def answer(page: Page, models: tuple[Any, ...], selector: Any) -> tuple[float, float, float]:
         split = split_of[page.file_id]
@@ -792,7 +794,7 @@ def cross_validate(args: argparse.Namespace, rows: list[Any], pages: list[Page],
     return scores
 
 
-_CV_INPUT: tuple[argparse.Namespace, list[Any], list[Page]] | None = None
+_CV_INPUT: tuple[argparse.Namespace, list[Any], list[Page], dict[str, str]] | None = None
 
 
 def _cross_validate_seed(seed: int) -> Scores:
@@ -806,10 +808,11 @@ def cv_command(args: argparse.Namespace) -> int:
     from multiprocessing import get_context
 
     global _CV_INPUT
-    rows, pages, used = training_rows(args)
+    rows, pages, split_of = training_rows(args)
+    used = pages_per_split(split_of)
     print(f"cv on {used}, seeds {args.seeds}", file=sys.stderr)
     # Forked workers inherit the rows already built (nothing large is pickled); each seed is independent.
-    _CV_INPUT = (args, rows, pages)
+    _CV_INPUT = (args, rows, pages, split_of)
     with ProcessPoolExecutor(max(1, min(args.concurrency, len(args.seeds))), mp_context=get_context("fork")) as pool:
         runs = list(pool.map(_cross_validate_seed, args.seeds))
     summaries = {f"seed {s}": r.summary(pages) for s, r in zip(args.seeds, runs, strict=True)}
@@ -841,7 +844,8 @@ def train_command(args: argparse.Namespace) -> int:
 
     from sandbox_image.scrape import candidates
 
-    rows, _pages, used = training_rows(args)
+    rows, _pages, split_of = training_rows(args)
+    used = pages_per_split(split_of)
     if args.selector:
         selector_info = {
             "trained_on": used,
