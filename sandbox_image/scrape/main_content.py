@@ -98,10 +98,10 @@ def select_blocks(
     probabilities = mean_probabilities(models, rows)
     words = [b.words for b in blocks]
     default_words = sum(w for w, p in zip(words, probabilities, strict=True) if p >= THRESHOLDS[DEFAULT])
-    if implausibly_short(default_words, sum(words)) or sum(words) < MIN_WORDS:
-        # The block model finds nothing plausible: that is the fallback's case (seed TC-04), not a
-        # page for a laxer threshold to scrape navigation from. And a page shorter than MIN_WORDS
-        # (an error page's heading and one line) leaves no choice worth a guess: the default stands.
+    nothing_at_default = implausibly_short(default_words, sum(words))
+    if sum(words) < MIN_WORDS:
+        # A page shorter than MIN_WORDS (an error page's heading and one line) leaves no choice
+        # worth a guess: the default stands.
         selector = None
     # The selector compares the candidates as it was trained to (each with its repeats dropped);
     # the chosen threshold's blocks then get the whole-page rules (whole_page.py).
@@ -112,10 +112,20 @@ def select_blocks(
     flags = finish(flags, texts, paths, words, rows)
     kept = _whole_tables(blocks, {b.index for b, k in zip(blocks, flags, strict=True) if k})
     selection = Selection(blocks, probabilities, kept, fallback=False, candidate=CANDIDATES[chosen])
-    if implausibly_short(selection.kept_words, selection.page_words):
+    if implausibly_short(selection.kept_words, selection.page_words) or (
+        nothing_at_default and _mostly_links(blocks, kept)
+    ):
+        # Where the block model finds nothing plausible at its default, a laxer threshold may still
+        # find the text (a shop's description, a short post); when what it finds is mostly links it
+        # is the page's navigation, and that is the fallback's case (seed TC-04).
         selection.kept = {b.index for b in blocks}
         selection.fallback = True
     return selection
+
+
+def _mostly_links(blocks: list[Block], kept: set[int]) -> bool:
+    words = sum(blocks[i].words for i in kept)
+    return sum(blocks[i].link_words for i in kept) * 2 >= words
 
 
 def _whole_tables(blocks: list[Block], kept: set[int]) -> set[int]:

@@ -100,9 +100,10 @@ def test_select_blocks_reports_the_chosen_candidate() -> None:
     assert THRESHOLDS.index(0.5) == candidates.DEFAULT
 
 
-def test_a_page_the_block_model_finds_nothing_on_falls_back_whatever_the_selector_says() -> None:
-    # Seed TC-04: nothing plausible at the default threshold means the whole page, not a laxer threshold's
-    # navigation links. A block model that gives every block 0.35: nothing at 0.5, everything at 0.3.
+def test_where_the_block_model_finds_nothing_a_laxer_threshold_may_find_text_but_not_navigation() -> None:
+    # Seed TC-04: nothing plausible at the default threshold and a laxer threshold that keeps only links
+    # means the whole page, not the navigation. A block model that gives every block 0.35: nothing at 0.5,
+    # everything at 0.3.
     lukewarm = Forest(("x",), math.log(0.35 / 0.65), (), 0.5, {})
     document = choose_document("<html><body><nav><a href='/a'>Alpha</a> <a href='/b'>Beta</a></nav></body></html>")
     voter_texts = {"trafilatura": "", "resiliparse": ""}
@@ -112,8 +113,19 @@ def test_a_page_the_block_model_finds_nothing_on_falls_back_whatever_the_selecto
     eager = select_blocks(
         document, "https://example.org/", models=(lukewarm,), voter_texts=voter_texts, selector=prefers_recall
     )
-    assert eager.fallback and eager.candidate == CANDIDATES[DEFAULT]
+    assert eager.fallback
     assert eager.kept == {b.index for b in eager.blocks}
+
+    # The same model on a page of text with a menu: the laxer threshold finds the text, which stands.
+    text = " ".join(["Hand-thrown stoneware mug, glazed in ash blue, holds 350 ml."] * 3)
+    shop = choose_document(
+        f"<html><body><nav><a href='/a'>Alpha</a> <a href='/b'>Beta</a></nav><p>{text}</p></body></html>"
+    )
+    found = select_blocks(
+        shop, "https://example.org/", models=(lukewarm,), voter_texts=voter_texts, selector=prefers_recall
+    )
+    assert not found.fallback and found.candidate != CANDIDATES[DEFAULT]
+    assert "stoneware" in found.text()
 
 
 def test_a_repeated_text_is_kept_once_and_short_repeats_stay() -> None:
