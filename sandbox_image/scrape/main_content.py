@@ -14,7 +14,9 @@ Rules on top of the per-block decisions, each a whole-page judgement:
 - images are kept when they sit in the flow of the main content: inside a kept block, or between
   two kept blocks with nothing else in between.
 And the fallback (seed TC-04): when the kept content is empty or implausibly short — fewer than
-MIN_WORDS words and under MIN_SHARE of the page — the whole visible page is returned instead.
+MIN_WORDS words and under MIN_SHARE of the page — the whole visible page is returned instead; so
+it is when the block model finds nothing plausible at its default threshold and what the
+selector's laxer one keeps is mostly link text (the page's navigation, not its content).
 """
 
 from __future__ import annotations
