@@ -798,8 +798,8 @@ def cached_baselines(cache: Path, pages: list[Page], split_of: dict[str, str]) -
     """The baselines whose answers `baselines` cached for every page of the training splits, scored.
 
     The extractors are not trained, so their answers on these pages stand beside our out-of-fold
-    ones: a comparison on four times the pages of dev-300 (rs-trafilatura was developed on WCXB's
-    dev split, so these pages are in its sample)."""
+    ones: a comparison on four times the pages of dev-300 (rs-trafilatura's README calls WCXB's
+    dev split its development set, so these pages are in its sample)."""
     out = {}
     for system in [*PY311_BASELINES, *PY312_BASELINES, *NODE_BASELINES]:
         answers: dict[str, dict[str, Any]] = {}
