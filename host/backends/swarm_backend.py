@@ -391,14 +391,14 @@ class SwarmBackend(SandboxBackend):
         removing the service and making it again; a second failure is answered as it is.
         """
         deadline = time.monotonic() + self.settings.startup_timeout
-        for attempt in range(1, START_ATTEMPTS + 1):
+        for _ in range(START_ATTEMPTS - 1):
             try:
                 return self._start_once(spec, deadline)
             except _NeverStarted as exc:
-                if attempt == START_ATTEMPTS or time.monotonic() >= deadline:
+                if time.monotonic() >= deadline:
                     raise
                 log.warning("sandbox %s: %s; starting it again", spec.sandbox_id, exc.message)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self._start_once(spec, deadline)
 
     def _start_once(self, spec: StartSpec, deadline: float) -> ContainerInfo:
         hashes = "".join(f"{k}={v}\n" for k, v in spec.env.items() if k in HASH_VARS)
