@@ -686,6 +686,14 @@ def main(argv: list[str] | None = None) -> int:
         help="train: learn the per-page threshold selector (selector.json) instead of the block model",
     )
     parser.add_argument(
+        "--held-out",
+        nargs="+",
+        default=[],
+        metavar="SPLIT=CORPUS",
+        help="cv: also answer these rendered, prepared splits with every fold's models (each page's F1 averaged"
+        " over the folds and seeds): a held-out comparison of designs that does not hang on one retrain",
+    )
+    parser.add_argument(
         "--seeds",
         nargs="+",
         type=int,
@@ -747,13 +755,16 @@ def pages_per_split(split_of: dict[str, str]) -> dict[str, int]:
 
 def cross_validate(
     args: argparse.Namespace, rows: list[Any], pages: list[Page], split_of: dict[str, str], seed: int
-) -> Scores:
+) -> tuple[Scores, Scores]:
     """One whole cross-validation by site (the folds of the selector's training): per fold, both block
     models and the selector are learnt from the other folds' pages alone, and the engine itself
     (extract_html with those models, then markdown reduced to text) answers each held-out page.
 
     The selector learns from the other folds' out-of-fold probabilities, which came from models that did
     see the held-out fold: one level of nesting less than a clean estimate, as cheap as `train` itself.
+
+    Returned with the out-of-fold scores: the --held-out pages' scores, each page's precision, recall
+    and F1 averaged over the folds' models (each trained on four fifths of the training pages).
     """
     import scrape_train
 
@@ -763,8 +774,8 @@ def cross_validate(
     folds = scrape_train.fold_models(rows, seed=seed)
     probabilities = scrape_train.out_of_fold_probabilities(rows, fitted=folds)
 
-    def answer(page: Page, models: tuple[Any, ...], selector: Any) -> tuple[float, float, float]:
-        split = split_of[page.file_id]
+    def answer(page: Page, models: tuple[Any, ...], selector: Any, split: str = "") -> tuple[float, float, float]:
+        split = split or split_of[page.file_id]
         rendered = load_rendered(args.cache, split, page.file_id) or {}
         with gzip.open(scrape_train.prep_path(args.cache, split, page.file_id), "rt", encoding="utf-8") as f:
             voter_texts = json.load(f)["voters"]
@@ -779,6 +790,8 @@ def cross_validate(
         )
         return word_prf(markdown_to_text(extracted.markdown), page.main_content)
 
+    held_out = held_out_pages(args)
+    answers: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     scores = Scores()
     for fold in folds:
         train = [rows[i] for i in fold.train]
@@ -786,12 +799,37 @@ def cross_validate(
         models = fold.forests()
         for i in fold.test:
             scores.per_page[pages[i].file_id] = answer(pages[i], models, selector)
+        for split, page in held_out:
+            answers[page.file_id].append(answer(page, models, selector, split))
+    held_out_scores = Scores()
+    for fid, prfs in answers.items():
+        held_out_scores.per_page[fid] = (
+            statistics.fmean(p for p, _, _ in prfs),
+            statistics.fmean(r for _, r, _ in prfs),
+            statistics.fmean(f for _, _, f in prfs),
+        )
     # A page without blocks (an app shell that rendered nothing, here 8 of dev-rest's) is in no fold; the
     # engine still answers it (its whole page, or nothing), the same for every design.
     for page in pages:
         if page.file_id not in scores.per_page:
             scores.per_page[page.file_id] = answer(page, folds[0].forests(), None)
-    return scores
+    return scores, held_out_scores
+
+
+def held_out_pages(args: argparse.Namespace) -> list[tuple[str, Page]]:
+    """(split, page) of every rendered and prepared page of --held-out's splits."""
+    import scrape_train
+
+    out = []
+    for spec in args.held_out:
+        split, _, corpus = spec.partition("=")
+        out += [
+            (split, p)
+            for p in load_corpus(Path(corpus))
+            if scrape_train.prep_path(args.cache, split, p.file_id).exists()
+            and load_rendered(args.cache, split, p.file_id) is not None
+        ]
+    return out
 
 
 def cached_baselines(cache: Path, pages: list[Page], split_of: dict[str, str]) -> dict[str, Scores]:
@@ -834,7 +872,7 @@ def paired_differences(
 _CV_INPUT: tuple[argparse.Namespace, list[Any], list[Page], dict[str, str]] | None = None
 
 
-def _cross_validate_seed(seed: int) -> Scores:
+def _cross_validate_seed(seed: int) -> tuple[Scores, Scores]:
     assert _CV_INPUT is not None
     return cross_validate(*_CV_INPUT, seed)
 
@@ -852,6 +890,41 @@ def cv_command(args: argparse.Namespace) -> int:
     _CV_INPUT = (args, rows, pages, split_of)
     with ProcessPoolExecutor(max(1, min(args.concurrency, len(args.seeds))), mp_context=get_context("fork")) as pool:
         runs = list(pool.map(_cross_validate_seed, args.seeds))
+    report: dict[str, Any] = {"trained_on": used, "seeds": args.seeds}
+    report |= seed_report(
+        f"Cross-validated F1 ({used}, 5 folds by site)",
+        "Out-of-fold F1",
+        [r for r, _ in runs],
+        args,
+        pages,
+        split_of,
+    )
+    held_out = held_out_pages(args)
+    if held_out:
+        report["held_out"] = seed_report(
+            f"Held-out F1 ({pages_per_split({p.file_id: s for s, p in held_out})}, each page averaged over the"
+            " 5 folds' models)",
+            "Held-out F1",
+            [h for _, h in runs],
+            args,
+            [p for _, p in held_out],
+            {p.file_id: s for s, p in held_out},
+        )
+    output = args.output or args.cache / "scrape-quality-cv.json"
+    output.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    print(f"\nreport: {output}", file=sys.stderr)
+    return 0
+
+
+def seed_report(
+    title: str,
+    ours_label: str,
+    runs: list[Scores],
+    args: argparse.Namespace,
+    pages: list[Page],
+    split_of: dict[str, str],
+) -> dict[str, Any]:
+    """Print and return per-seed and mean F1 beside the cached baselines, with paired differences."""
     summaries = {f"seed {s}": r.summary(pages) for s, r in zip(args.seeds, runs, strict=True)}
     columns = ["overall", *PAGE_TYPES]
     mean = {
@@ -862,26 +935,20 @@ def cv_command(args: argparse.Namespace) -> int:
     summaries[f"mean of {len(runs)}"] = mean
     baselines = cached_baselines(args.cache, pages, split_of)
     summaries.update({name: scores.summary(pages) for name, scores in baselines.items()})
-    print(f"\n### Cross-validated F1 ({used}, 5 folds by site)\n")
+    print(f"\n### {title}\n")
     print(table(summaries, "f1"))
     ours = {fid: statistics.fmean(r.per_page[fid][2] for r in runs) for fid in runs[0].per_page}
     differences = {name: paired_differences(ours, scores, pages) for name, scores in baselines.items()}
     if differences:
-        print("\n### Out-of-fold F1 (mean of the seeds) minus each baseline's, with a 95% paired bootstrap by page\n")
+        print(f"\n### {ours_label} (mean of the seeds) minus each baseline's, with a 95% paired bootstrap by page\n")
         for name, by_column in differences.items():
             cells = ", ".join(f"{c} {m:+.3f} [{lo:+.3f}, {hi:+.3f}]" for c, (m, lo, hi) in by_column.items())
             print(f"- {name}: {cells}")
-    report = {
-        "trained_on": used,
-        "seeds": args.seeds,
+    return {
         "summaries": summaries,
         "differences": differences,
         "per_page": {f"seed {s}": r.per_page for s, r in zip(args.seeds, runs, strict=True)},
     }
-    output = args.output or args.cache / "scrape-quality-cv.json"
-    output.write_text(json.dumps(report, indent=1), encoding="utf-8")
-    print(f"\nreport: {output}", file=sys.stderr)
-    return 0
 
 
 def train_command(args: argparse.Namespace) -> int:
