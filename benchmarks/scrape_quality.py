@@ -885,6 +885,8 @@ def cv_command(args: argparse.Namespace) -> int:
     global _CV_INPUT
     rows, pages, split_of = training_rows(args)
     used = pages_per_split(split_of)
+    if args.held_out and not held_out_pages(args):
+        raise SystemExit(f"cv: no rendered, prepared pages in --held-out {' '.join(args.held_out)} (SPLIT=CORPUS)")
     print(f"cv on {used}, seeds {args.seeds}", file=sys.stderr)
     # Forked workers inherit the rows already built (nothing large is pickled); each seed is independent.
     _CV_INPUT = (args, rows, pages, split_of)
@@ -901,14 +903,14 @@ def cv_command(args: argparse.Namespace) -> int:
     )
     held_out = held_out_pages(args)
     if held_out:
+        held_out_split = {p.file_id: s for s, p in held_out}
         report["held_out"] = seed_report(
-            f"Held-out F1 ({pages_per_split({p.file_id: s for s, p in held_out})}, each page averaged over the"
-            " 5 folds' models)",
+            f"Held-out F1 ({pages_per_split(held_out_split)}, each page averaged over the 5 folds' models)",
             "Held-out F1",
             [h for _, h in runs],
             args,
             [p for _, p in held_out],
-            {p.file_id: s for s, p in held_out},
+            held_out_split,
         )
     output = args.output or args.cache / "scrape-quality-cv.json"
     output.write_text(json.dumps(report, indent=1), encoding="utf-8")
