@@ -34,6 +34,7 @@ from sandbox_image.scrape.document import Document
 from sandbox_image.scrape.features import block_features
 from sandbox_image.scrape.model import Forest, load_models, load_selector, mean_probabilities
 from sandbox_image.scrape.page_kind import page_kind_features
+from sandbox_image.scrape.post_furniture import furniture_blocks
 from sandbox_image.scrape.structure import FEATURES as STRUCTURE_FEATURES
 from sandbox_image.scrape.structure import template_path
 from sandbox_image.scrape.voters import run_voters
@@ -112,7 +113,9 @@ def select_blocks(
     paths = [template_path(b, steps) for b in blocks]
     flags = follow_neighbours([p >= THRESHOLDS[chosen] for p in probabilities], probabilities, rows)
     flags = finish(flags, texts, paths, words, rows)
-    kept = _whole_tables(blocks, {b.index for b, k in zip(blocks, flags, strict=True) if k})
+    furniture = furniture_blocks(document.root, blocks)
+    kept = {b.index for b, k in zip(blocks, flags, strict=True) if k and b.index not in furniture}
+    kept = _whole_tables(blocks, kept, furniture)
     selection = Selection(blocks, probabilities, kept, fallback=False, candidate=CANDIDATES[chosen])
     if implausibly_short(selection.kept_words, selection.page_words) or (
         nothing_at_default and _mostly_links(blocks, kept)
@@ -130,10 +133,16 @@ def _mostly_links(blocks: list[Block], kept: set[int]) -> bool:
     return sum(blocks[i].link_words for i in kept) * 2 >= words
 
 
-def _whole_tables(blocks: list[Block], kept: set[int]) -> set[int]:
-    """Keep or drop each table whole, by whether most of its words were kept."""
+def _whole_tables(blocks: list[Block], kept: set[int], furniture: set[int]) -> set[int]:
+    """Keep or drop each table whole, by whether most of its words were kept.
+
+    Post furniture is out of the count and out of the result: a thread laid out as a table (one row
+    per post) must not lose its posts because their signatures were taken away.
+    """
     tables: dict[HtmlElement, list[Block]] = {}  # keyed by the element (kept alive), never by id()
     for b in blocks:
+        if b.index in furniture:
+            continue
         table = next((a for a in b.element.iterancestors("table")), None)
         if table is not None:
             tables.setdefault(table, []).append(b)

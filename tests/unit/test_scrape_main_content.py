@@ -74,9 +74,9 @@ def test_tables_are_kept_or_dropped_whole() -> None:
     blocks = segment(document.root)
     cells = {b.index for b in blocks if b.text in ("k", "v", "a", "1")}
     some = {next(iter(sorted(cells))), max(cells)}
-    assert _whole_tables(blocks, some | {0}) == cells | {0}  # half the words: the whole table
+    assert _whole_tables(blocks, some | {0}, set()) == cells | {0}  # half the words: the whole table
     one = {min(cells)}
-    assert _whole_tables(blocks, one) == set()  # a quarter: none of it
+    assert _whole_tables(blocks, one, set()) == set()  # a quarter: none of it
 
 
 def test_forest_evaluates_trees_like_the_exported_json() -> None:
