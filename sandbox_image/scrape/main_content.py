@@ -9,8 +9,10 @@ Rules on top of the per-block decisions, each a whole-page judgement:
   (whole_page.follow_neighbours);
 - a template slot whose words are mostly kept is kept whole, and a text kept twice (a quoted post,
   a layout's second copy) is kept once except on pages heavy with code (whole_page.finish);
-- a table is kept or dropped whole (by whether most of its words were kept), since half a table
-  reads as nonsense;
+- the per-post furniture of forum and Q&A platforms (the author's statistics, title, signature),
+  where it comes back post after post, is dropped (post_furniture.py);
+- a table is kept or dropped whole (by whether most of its words were kept, furniture not counted),
+  since half a table reads as nonsense;
 - images are kept when they sit in the flow of the main content: inside a kept block, or between
   two kept blocks with nothing else in between.
 And the fallback (seed TC-04): when the kept content is empty or implausibly short — fewer than
