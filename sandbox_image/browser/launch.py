@@ -52,8 +52,12 @@ LOW_MEMORY_ENABLED_FEATURES = ("NetworkServiceInProcess2",)
 
 # Without the background-networking flags Chromium floods a closed network with connection attempts;
 # --no-sandbox because the container (all capabilities dropped) cannot create Chromium's own sandbox.
+# --allow-insecure-localhost: a certificate Chromium cannot verify is accepted on the sandbox's own
+# loopback (127.0.0.1, localhost) only, where a dev server's or test server's self-signed one is the
+# rule and nothing outside the sandbox can sit in between; every other address keeps full checks.
 LAUNCH_ARGS = (
     "--no-sandbox",
+    "--allow-insecure-localhost",
     "--disable-gpu",
     "--disable-background-networking",
     "--disable-component-update",

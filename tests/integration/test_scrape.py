@@ -26,7 +26,13 @@ from tests.integration.test_network import Decoy, gateway_of
 
 SITE = (Path(__file__).parent / "assets" / "scrape_site.py").read_text()
 PORT = 8000
+TLS_PORT = 8443
 BASE = f"http://127.0.0.1:{PORT}"
+# A self-signed certificate for the https listener, made in the sandbox by its own openssl.
+SELF_SIGNED = (
+    "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost"
+    " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout key.pem -out cert.pem 2>/dev/null"
+)
 OWN_AGENT = f"http://127.0.0.1:{AGENT_PORT}/healthz"  # a page a job sandbox can load: its own agent
 
 
@@ -81,8 +87,10 @@ async def serve_pages(s: Session) -> str:
     sid = (await s.ok("sandbox_create", {"name": "pages"}))["sandboxId"]
     await s.ok("file_write", {"sandboxId": sid, "path": "scrape_site.py", "content": SITE})
     started = await s.ok(
-        "code_run", {"sandboxId": sid, "language": "bash", "code": f"python3 scrape_site.py {PORT}", "background": True}
-    )
+        "code_run",
+        {"sandboxId": sid, "language": "bash", "code": f"{SELF_SIGNED} && python3 scrape_site.py {PORT} {TLS_PORT}",
+         "background": True},
+    )  # fmt: skip
     out = await s.ok("process_output", {"sandboxId": sid, "processId": started["processId"], "waitMs": 10_000})
     assert "ready" in out["output"], out
     return sid
@@ -180,6 +188,17 @@ async def pages_that_fail(p: Scraper) -> None:
         await p.ok("/gone", format="links")
 
 
+async def self_signed_on_loopback_only(p: Scraper) -> None:
+    """A self-signed certificate is accepted on the sandbox's own loopback (a dev server's), nowhere else."""
+    local = await p.s.ok("scrape", {"url": f"https://127.0.0.1:{TLS_PORT}/article", "sandboxId": p.sid})
+    assert local["status"] == 200 and "# Foxes and dogs" in local["markdown"]
+    p.calls += 1
+    ran = await p.s.ok("code_run", {"sandboxId": p.sid, "language": "bash", "code": "hostname -I"})
+    own = ran["stdout"].split()[0]  # the same server, at the sandbox's address on its network
+    other = await p.error(f"https://{own}:{TLS_PORT}/article", "TLS_ERROR")
+    assert other["details"]["netError"].startswith("ERR_CERT_"), other
+
+
 async def network_policy(p: Scraper, client: docker.DockerClient, namespace: str) -> None:
     """The scrape goes through the sandbox's browser: public mode keeps the host out of reach."""
     decoy = Decoy(gateway_of(client, namespace))
@@ -227,6 +246,7 @@ async def test_scrape(
             await formats(p)
             await waits_and_fallback(p)
             await pages_that_fail(p)
+            await self_signed_on_loopback_only(p)
             await network_policy(p, docker_client, namespace)
             assert p.calls >= 20
             assert await p.open_in_browser() == baseline  # no session, context or tab left behind

@@ -50,6 +50,8 @@ def test_chromium_keeps_its_site_isolation_and_the_flags_stay_few() -> None:
     joined = " ".join(launch.LAUNCH_ARGS)
     for weakening in ("site-per-process", "IsolateOrigins", "site-isolation", "no-zygote", "single-process"):
         assert weakening not in joined
+    # Certificates are checked everywhere but the sandbox's own loopback.
+    assert "--allow-insecure-localhost" in launch.LAUNCH_ARGS and "ignore-certificate-errors" not in joined
 
 
 def _processes_of(browser_pid: int) -> list[bytes]:

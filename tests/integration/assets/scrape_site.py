@@ -4,10 +4,12 @@
 load · /late fetches /slow-data (0.7 s) after load and shows it · /nav-only nothing but menus · /gone a
 404 page · /file.pdf a PDF that is not readable · /report.pdf a two-page PDF · /big 9 MiB of HTML ·
 /never never answers (60 s) · /to-https sends itself to https (this server speaks http only), as some
-sites do · /to-article sends itself on to /article.
+sites do · /to-article sends itself on to /article. `python3 scrape_site.py PORT TLS_PORT` also serves
+them over https on TLS_PORT, on every address, with the self-signed certificate in cert.pem / key.pem.
 """
 
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -111,8 +113,22 @@ class Handler(BaseHTTPRequestHandler):
         return self.send(GONE, 404)
 
 
+def https_server(port: int) -> ThreadingHTTPServer:
+    """The same pages over TLS on every address of the sandbox, with the self-signed cert.pem/key.pem."""
+    import ssl
+
+    server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain("cert.pem", "key.pem")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.daemon_threads = True
+    return server
+
+
 if __name__ == "__main__":
     server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
     server.daemon_threads = True
+    if len(sys.argv) > 2:
+        threading.Thread(target=https_server(int(sys.argv[2])).serve_forever, daemon=True).start()
     print("ready", flush=True)
     server.serve_forever()
