@@ -440,9 +440,12 @@ def run_offline(
 
 
 # Served inside the sandbox: /any/path?bw=<file_id> answers that page (gunzipped) — the page keeps its
-# original path, which the engine's page-kind features read, and `bw` tells pages with the same path apart.
+# original path, which the engine's page-kind features read, and `bw` tells pages with the same path apart —
+# and its original scheme: an https page is served over TLS (a self-signed certificate, which the sandbox's
+# Chromium accepts on its own loopback only), so a page that sends itself to https when it finds itself on
+# http (some do) stays where it is, as on its real origin.
 SANDBOX_SERVER = """
-import gzip, sys
+import gzip, ssl, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -463,17 +466,27 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body or b"")
 
 server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+secure = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[2])), Handler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain("cert.pem", "key.pem")
+secure.socket = context.wrap_socket(secure.socket, server_side=True)
+threading.Thread(target=secure.serve_forever, daemon=True).start()
 print("ready", flush=True)
 server.serve_forever()
 """
-SANDBOX_PORT = 8000
+SANDBOX_PORTS = {"http": 8000, "https": 8443}
+SELF_SIGNED = (
+    "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost"
+    " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout key.pem -out cert.pem 2>/dev/null"
+)
 
 
 def _sandbox_url(page: Page) -> str:
     from urllib.parse import urlsplit
 
-    path = urlsplit(page.url).path or "/"
-    return f"http://127.0.0.1:{SANDBOX_PORT}{path}?bw={page.file_id}"
+    original = urlsplit(page.url)
+    scheme = "https" if original.scheme == "https" else "http"
+    return f"{scheme}://127.0.0.1:{SANDBOX_PORTS[scheme]}{original.path or '/'}?bw={page.file_id}"
 
 
 async def _scrape_through_mcp(pages: list[Page], only_main_content: bool) -> dict[str, Output]:
@@ -509,7 +522,7 @@ async def _scrape_through_mcp(pages: list[Page], only_main_content: bool) -> dic
                     client, "file_write", {"sandboxId": sid, "path": path, "content": data, "encoding": "base64"}
                 )
             await call(client, "file_write", {"sandboxId": sid, "path": "serve.py", "content": SANDBOX_SERVER})
-            code = f"python3 serve.py {SANDBOX_PORT}"
+            code = f"{SELF_SIGNED} && python3 serve.py {SANDBOX_PORTS['http']} {SANDBOX_PORTS['https']}"
             started = await call(client, "code_run", {"sandboxId": sid, "language": "bash", "code": code,
                                                       "background": True})  # fmt: skip
             ready = await call(client, "process_output", {"sandboxId": sid, "processId": started["processId"],
