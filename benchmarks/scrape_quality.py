@@ -342,7 +342,12 @@ def run_baselines(
         (
             ["node", str(HERE / "node_worker.js")],
             NODE_BASELINES,
-            {"NODE_PATH": node_modules or ""},
+            # jsdom's heap grows page after page: at Node's default limit the worker ran out of it after
+            # ~160 dev-300 pages (round 14). A limit already in NODE_OPTIONS wins.
+            {
+                "NODE_PATH": node_modules or "",
+                "NODE_OPTIONS": os.environ.get("NODE_OPTIONS", "--max-old-space-size=12288"),
+            },
             "" if node_modules else "no --node-modules",
         ),
     ]
