@@ -64,7 +64,6 @@ BLOCK_TAGS = frozenset(
         "option",
         "select",
         "textarea",
-        "",
     }
 )
 HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
