@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from lxml.html import HtmlElement, tostring
 
 from sandbox_image.scrape.dom import parse_html, remove_unrendered, static_document
+from sandbox_image.scrape.mojibake import repair_document
 
 RENDERED_SHARE = 0.5
 _WORD = re.compile(r"\w+")
@@ -37,15 +38,16 @@ class Document:
 
 
 def choose_document(annotated_html: str, response_html: str | None = None) -> Document:
-    """The rendered document, unless the server's HTML has more than twice its words."""
+    """The rendered document, unless the server's HTML has more than twice its words; its text
+    repaired where it is mis-decoded UTF-8 (mojibake.py)."""
     rendered = parse_html(annotated_html)
     remove_unrendered(rendered)
     rendered_words = word_count(rendered)
+    document = Document(rendered, "rendered", rendered_words, 0)
     if response_html:
         static = static_document(response_html)
-        static_words = word_count(static)
-        if rendered_words < RENDERED_SHARE * static_words:
-            return Document(static, "static", rendered_words, static_words)
-    else:
-        static_words = 0
-    return Document(rendered, "rendered", rendered_words, static_words)
+        document.static_words = word_count(static)
+        if rendered_words < RENDERED_SHARE * document.static_words:
+            document = Document(static, "static", rendered_words, document.static_words)
+    repair_document(document.root)
+    return document

@@ -127,6 +127,7 @@ async def formats(p: Scraper) -> None:
     assert md["mainContent"] and not md["fallback"] and not md["truncated"]
     assert "# Foxes and dogs" in md["markdown"] and "```python" in md["markdown"] and "| Fox" in md["markdown"]
     assert "Footer links" not in md["markdown"] and f"({BASE}/more)" in md["markdown"]
+    assert "Every fox\u2019s den is warm" in md["markdown"]  # mis-decoded UTF-8 put right (mojibake.py)
     assert md["metadata"] == {
         "description": "All about foxes",
         "language": "en",

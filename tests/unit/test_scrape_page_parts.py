@@ -121,6 +121,24 @@ def test_rendered_document_is_preferred_unless_scripts_failed_to_render_it() -> 
     assert "word199" in chosen.root.text_content()
 
 
+def test_mis_decoded_utf8_is_repaired_and_real_accents_are_left_alone() -> None:
+    # "it’s", "café" and "“quoted”" as a CMS that read UTF-8 as Windows-1252 / Latin-1 serves them.
+    broken = "it\u00e2\u20ac\u2122s a caf\u00c3\u00a9 with \u00e2\u20ac\u0153quoted\u00e2\u20ac\u009d words"
+    page = doc(
+        f"<main><p>{broken}</p><p>Na\u00efve fa\u00e7ade \u00c0 la carte \u2014 \u201cok\u201d, 5\u00a0\u00b0C</p>"
+        "<img src=a.png alt='caf\u00c3\u00a9 sign'></main>",
+        head="<title>Bob\u00e2\u20ac\u2122s page</title><meta name=description content='caf\u00c3\u00a9 menu'>",
+    )
+    root = choose_document(page).root
+    text = root.text_content()
+    assert "it\u2019s a caf\u00e9 with \u201cquoted\u201d words" in text
+    # already right, so untouched:
+    assert "Na\u00efve fa\u00e7ade \u00c0 la carte \u2014 \u201cok\u201d, 5\u00a0\u00b0C" in text
+    assert root.find(".//img").get("alt") == "caf\u00e9 sign"
+    meta = extract_metadata(root, "https://example.org/")
+    assert meta.title == "Bob\u2019s page" and meta.description == "caf\u00e9 menu"
+
+
 def test_hidden_marks_are_removed_from_the_visible_document() -> None:
     html = doc(
         '<p>seen</p><div data-bw-hidden="display"><p>display none</p></div>'

@@ -22,6 +22,7 @@ ARTICLE = f"""<!doctype html><html lang="en"><head><title>Fox news</title>
 {"".join(f"<h2>Part {i}</h2><p>{PARA}</p>" for i in range(1, 13))}
 <pre><code class="language-python">print("fox")</code></pre>
 <table><tr><th>Animal</th><th>Speed</th></tr><tr><td>Fox</td><td>50</td></tr></table>
+<p>Every fox\u00e2\u20ac\u2122s den is warm, as a CMS that read UTF-8 as Windows-1252 would have it.</p>
 <p>See <a href="/more">more</a> and <a href="https://example.org/fox">elsewhere</a>.</p>
 </article></main><footer>Footer links <a href="/about">About</a></footer></body></html>"""
 START = "<p>Words that are here from the start and stay here for the whole life of the page.</p>"
