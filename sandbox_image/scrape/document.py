@@ -43,11 +43,11 @@ def choose_document(annotated_html: str, response_html: str | None = None) -> Do
     rendered = parse_html(annotated_html)
     remove_unrendered(rendered)
     rendered_words = word_count(rendered)
-    document = Document(rendered, "rendered", rendered_words, 0)
-    if response_html:
-        static = static_document(response_html)
-        document.static_words = word_count(static)
-        if rendered_words < RENDERED_SHARE * document.static_words:
-            document = Document(static, "static", rendered_words, document.static_words)
+    static = static_document(response_html) if response_html else None
+    static_words = word_count(static) if static is not None else 0
+    if static is not None and rendered_words < RENDERED_SHARE * static_words:
+        document = Document(static, "static", rendered_words, static_words)
+    else:
+        document = Document(rendered, "rendered", rendered_words, static_words)
     repair_document(document.root)
     return document

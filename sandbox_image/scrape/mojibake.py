@@ -37,20 +37,15 @@ def _repaired(value: str | None) -> str | None:
     return fixed if fixed != value else None
 
 
-def repair_document(root: HtmlElement) -> int:
-    """Repair every text node and text-bearing attribute under `root` in place; returns how many changed."""
-    changed = 0
+def repair_document(root: HtmlElement) -> None:
+    """Repair every text node and text-bearing attribute under `root` in place."""
     for element in root.iter():
         for side in ("text", "tail"):
             fixed = _repaired(getattr(element, side))
             if fixed is not None:
                 setattr(element, side, fixed)
-                changed += 1
-        if not isinstance(element.tag, str):
-            continue
-        for name in _TEXT_ATTRIBUTES:
-            fixed = _repaired(element.get(name))
-            if fixed is not None:
-                element.set(name, fixed)
-                changed += 1
-    return changed
+        if isinstance(element.tag, str):
+            for name in _TEXT_ATTRIBUTES:
+                fixed = _repaired(element.get(name))
+                if fixed is not None:
+                    element.set(name, fixed)
