@@ -101,7 +101,20 @@ def test_plain_text_drops_targets_of_links_with_brackets_spaces_and_nested_image
         "[[pdf]](https://arxiv.org/pdf/1.pdf) [Title [v2]](http://a.b/c) [x](<https://a.b/c d>) "
         "[![logo](https://x/l.png)](https://x/) [b](https://w.org/x_(y))"
     )
-    assert text.split() == ["pdf", "Title", "v2", "x", "b"]
+    assert text.split() == ["[pdf]", "Title", "[v2]", "x", "b"]  # literal brackets are text a reader sees
+
+
+def test_plain_text_keeps_brackets_that_are_not_links_without_gluing_words() -> None:
+    text = markdown_to_text(
+        "Press [CTRL][ALT][DEL] now. A dependency[[1]](https://x.org/#c1) and [a ref][r], [r] and [none][x].\n\n"
+        "[r]: https://x.org/r"
+    )
+    assert text == "Press [CTRL][ALT][DEL] now. A dependency[1] and a ref, r and [none][x]."
+
+
+def test_plain_text_of_a_code_block_inside_a_quote_has_no_fence_or_language() -> None:
+    text = markdown_to_text("- **status**: list nodes\n  > ```console\n  > $ celery status\n  > ```\n")
+    assert text.splitlines() == ["status: list nodes", "$ celery status"]
 
 
 def test_images_in_headings_stay_images() -> None:
