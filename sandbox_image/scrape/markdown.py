@@ -107,6 +107,14 @@ def drop_sourceless_images(root: HtmlElement) -> None:
             img.drop_tree()
 
 
+def unlink_empty_links(root: HtmlElement) -> None:
+    """A link with neither text nor an image (an icon font, an SVG, a lazy image that never loaded)
+    shows a reader nothing to read; the converter would write its URL as its text."""
+    for a in list(root.iter("a")):
+        if not a.text_content().strip() and next(a.iter("img"), None) is None:
+            a.drop_tag()
+
+
 def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
     """Markdown of an element (or an HTML string); links and images absolute against base_url."""
     if isinstance(content, str):
@@ -116,6 +124,7 @@ def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
         unlink_dead_links(content)
         unlink_code(content)
         drop_sourceless_images(content)
+        unlink_empty_links(content)
         html = tostring(content, encoding="unicode")
     if not html.strip():
         return ""

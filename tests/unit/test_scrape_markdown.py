@@ -141,6 +141,15 @@ def test_a_link_around_an_image_without_a_source_does_not_get_its_url_as_text() 
     assert "![t](https://example.org/t.png)" in out
 
 
+def test_a_link_that_shows_no_text_does_not_get_its_url_as_text() -> None:
+    # An icon font, or a lazy image that never loaded inside a wrapper: the reader sees no words.
+    out = md(
+        '<p>Share <a href="/share/x"><i class="icon-x"></i></a> or read on.</p>'
+        '<a href="/venue/8282"><figure><span><img class="lazyload" alt="8282"></span></figure></a><h3>8282</h3>'
+    )
+    assert "https://" not in out and markdown_to_text(out).split() == ["Share", "or", "read", "on.", "8282"]
+
+
 def test_plain_text_keeps_code_and_snake_case_as_written() -> None:
     markdown = (
         "The pet_type field and `model_validate()`, not _emphasis_.\n\n## 1. First step\n\n"
