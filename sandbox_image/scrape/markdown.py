@@ -41,6 +41,9 @@ def _options(base_url: str) -> html_to_markdown.ConversionOptions:
         # Images stay images everywhere (by default those in headings become their alt text,
         # which puts "Article image for: …" into a heading's words).
         keep_inline_images_in=["h1", "h2", "h3", "h4", "h5", "h6", "a", "td", "th", "li", "figcaption"],
+        # Whatever data: media is left (drop_sourceless_images takes the images) would be written out
+        # as base64 blobs of thousands of characters.
+        inline_data_media="drop_element",
     )
 
 
@@ -99,12 +102,32 @@ def unlink_code(root: HtmlElement) -> None:
             a.drop_tag()
 
 
+def _followable(url: str) -> bool:
+    url = url.strip()
+    return bool(url) and not url.lower().startswith("data:")
+
+
 def drop_sourceless_images(root: HtmlElement) -> None:
-    """An <img> without a source shows nothing (a lazy loader's placeholder that never loaded); the
-    converter would otherwise write the URL of the link around it as the link's text."""
+    """An <img> without a source a reader could follow shows nothing to keep: none at all (a lazy
+    loader's placeholder that never loaded) or only a data: URI (a placeholder or an icon, which
+    would be written out as a base64 blob). The converter would otherwise write the URL, or the
+    title, of the link around it as the link's text. With a real URL in srcset only, that is the
+    image the browser shows."""
     for img in list(root.iter("img")):
-        if not (img.get("src") or "").strip() and not (img.get("srcset") or "").strip():
+        if _followable(img.get("src") or ""):
+            continue
+        candidates = [c.split()[0] for c in (img.get("srcset") or "").split(",") if c.strip()]
+        real = next((url for url in candidates if _followable(url)), None)
+        if real is None:
             img.drop_tree()
+        else:
+            img.set("src", real)
+
+
+def drop_svg(root: HtmlElement) -> None:
+    """An inline <svg> is an icon or a drawing: no words a reader reads (its <title> is a tooltip)."""
+    for svg in list(root.iter("svg", "{http://www.w3.org/2000/svg}svg")):
+        svg.drop_tree()
 
 
 def unlink_empty_links(root: HtmlElement) -> None:
@@ -124,6 +147,7 @@ def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
         unlink_dead_links(content)
         unlink_code(content)
         drop_sourceless_images(content)
+        drop_svg(content)
         unlink_empty_links(content)
         html = tostring(content, encoding="unicode")
     if not html.strip():

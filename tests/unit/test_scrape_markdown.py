@@ -150,6 +150,22 @@ def test_a_link_that_shows_no_text_does_not_get_its_url_as_text() -> None:
     assert "https://" not in out and markdown_to_text(out).split() == ["Share", "or", "read", "on.", "8282"]
 
 
+def test_inline_svg_and_data_images_leave_no_base64_and_no_tooltip_words() -> None:
+    out = md(
+        '<p>Comments <a href="/c"><svg><title>Comment Icon</title><path d="M0 0"/></svg>19</a> and '
+        '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" alt="spacer"> '
+        '<a href="/x"><svg><title>X</title></svg></a>end <img src="/real.png" alt="real"></p>'
+    )
+    assert "base64" not in out and "Icon" not in out and "spacer" not in out and "/x" not in out
+    assert "[19](https://example.org/c)" in out and "![real](https://example.org/real.png)" in out
+    # An avatar drawn as a data: image inside a titled profile link: neither the title nor the URL.
+    avatar = md('<p>x</p><a href="/u/1" title="Go to Bob\'s profile"><img src="data:image/svg+xml,%3Csvg%3E"></a>')
+    assert avatar.strip() == "x"
+    # A lazy loader's placeholder in src, the real picture in srcset: the one the browser shows.
+    lazy = md('<img src="data:image/gif;base64,R0l" srcset="/a-400.jpg 400w, /a-800.jpg 800w" alt="A">')
+    assert lazy.strip() == "![A](https://example.org/a-400.jpg)"
+
+
 def test_plain_text_keeps_code_and_snake_case_as_written() -> None:
     markdown = (
         "The pet_type field and `model_validate()`, not _emphasis_.\n\n## 1. First step\n\n"
