@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import dataclasses
 import itertools
 import logging
 from collections.abc import Coroutine
@@ -53,6 +55,10 @@ SMART_WAIT_MAX_S = 10.0
 # Kept back from loading and waiting for reading the page: this long, or this share of a small budget.
 READ_RESERVE_S = 8.0
 READ_RESERVE_SHARE = 0.3
+# A page that navigates itself after it settled (a late redirect, a reload) is read again, this often.
+NAVIGATION_REREADS = 2
+# What Playwright says when the document it was reading went away under it.
+_NAVIGATED = ("Execution context was destroyed", "page is navigating")
 _DOCUMENT_SIZE = "() => document.documentElement ? document.documentElement.outerHTML.length : 0"
 _TEXT = "() => document.body ? document.body.innerText : ''"
 
@@ -152,6 +158,48 @@ class ScrapeService:
             bound = min(SMART_WAIT_MAX_S, budget.remaining() - reserve)
             settled = await self._smart_wait(tab, bound)
             wait = "settled" if settled else "unsettled"
+        rereads = 0
+        while True:
+            try:
+                return await self._answer(tab, params, budget, loaded, frame, wait)
+            except PlaywrightError as exc:
+                if not any(text in str(exc) for text in _NAVIGATED):
+                    raise
+                if rereads == NAVIGATION_REREADS:
+                    raise BoxwrightError(
+                        ErrorCode.EXECUTION_ERROR,
+                        f"{redact(tab.url)} kept going on to other documents while it was read "
+                        f"({rereads + 1} times)",
+                        hint="scrape the address it ends on, or give waitFor so it can finish redirecting first",
+                        details={"url": redact(tab.url), "reads": rereads + 1},
+                    ) from None
+            # The page went on to another document while it was being read: read that one once it has
+            # loaded and settled. The server's HTML was the first document's, so it no longer counts.
+            rereads += 1
+            await self._after_navigation(tab, min(SMART_WAIT_MAX_S, budget.remaining() - reserve))
+            loaded = dataclasses.replace(loaded, response_html=None)
+
+    async def _after_navigation(self, tab: Tab, bound_s: float) -> None:
+        """Wait, within `bound_s`, for the document the page went on to: loaded, then settled."""
+        if bound_s <= 0:
+            return
+        started = asyncio.get_running_loop().time()
+        with contextlib.suppress(PlaywrightError, PlaywrightTimeoutError):
+            await tab.guard(tab.check().wait_for_load_state("load", timeout=bound_s * 1000))
+        with contextlib.suppress(PlaywrightError):
+            await self._smart_wait(tab, bound_s - (asyncio.get_running_loop().time() - started))
+
+    async def _answer(
+        self,
+        tab: Tab,
+        params: ScrapePageParams,
+        budget: Budget,
+        loaded: loading.Loaded,
+        frame: loading.MainFrame,
+        wait: Literal["fixed", "settled", "unsettled"],
+    ) -> ScrapePageResult:
+        """The page as it is now, in the one format asked for."""
+        fmt = params.format
         loading.on_error_page(tab, params.url, fmt, frame)
 
         page = tab.check()

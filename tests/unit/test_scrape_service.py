@@ -200,6 +200,40 @@ async def test_the_final_url_is_after_redirects(scraper: BrowserDriver, pages: s
     assert out["url"] == f"{pages}/article" and out["status"] == 200 and out["title"] == "Fox news"
 
 
+async def test_a_page_that_navigates_while_it_is_read_is_read_again(
+    scraper: BrowserDriver, pages: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The page goes on to another document in the middle of the read (as a late redirect or a
+    # reload does): Playwright's "Execution context was destroyed" comes from the real browser here,
+    # and the scrape reads the document the page went on to instead of failing.
+    real_extract = scrape_service.extract_page
+    calls: list[str] = []
+
+    async def extract_during_a_navigation(page: Any, **kwargs: Any) -> Any:
+        calls.append(page.url)
+        if len(calls) == 1:
+            await page.evaluate("() => new Promise(() => { location.href = '/article'; })")
+        return await real_extract(page, **kwargs)
+
+    monkeypatch.setattr(scrape_service, "extract_page", extract_during_a_navigation)
+    out = await scrape(scraper, f"{pages}/timer", waitFor=100)
+    assert calls == [f"{pages}/timer", f"{pages}/article"]
+    assert out["url"] == f"{pages}/article" and out["title"] == "Fox news" and "# Foxes and dogs" in out["markdown"]
+
+
+async def test_a_page_that_never_stops_navigating_fails_cleanly(
+    scraper: BrowserDriver, pages: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def always_navigating(page: Any, **_kwargs: Any) -> Any:
+        await page.evaluate("() => new Promise(() => { location.href = '/article?n=' + Math.random(); })")
+
+    monkeypatch.setattr(scrape_service, "extract_page", always_navigating)
+    with pytest.raises(BoxwrightError) as caught:
+        await scrape(scraper, f"{pages}/article", waitFor=100)
+    assert caught.value.code == "EXECUTION_ERROR" and "kept going on to other documents" in caught.value.message
+    assert "waitFor" in (caught.value.hint or "") and caught.value.details["reads"] == 3
+
+
 async def test_http_errors_are_returned_with_the_page(scraper: BrowserDriver, pages: str) -> None:
     out = await scrape(scraper, f"{pages}/gone")
     assert out["status"] == 404 and "No such page" in out["markdown"]
