@@ -168,8 +168,7 @@ class ScrapeService:
                 if rereads == NAVIGATION_REREADS:
                     raise BoxwrightError(
                         ErrorCode.EXECUTION_ERROR,
-                        f"{redact(tab.url)} kept going on to other documents while it was read "
-                        f"({rereads + 1} times)",
+                        f"{redact(tab.url)} kept going on to other documents while it was read ({rereads + 1} times)",
                         hint="scrape the address it ends on, or give waitFor so it can finish redirecting first",
                         details={"url": redact(tab.url), "reads": rereads + 1},
                     ) from None
