@@ -124,6 +124,29 @@ def drop_sourceless_images(root: HtmlElement) -> None:
             img.set("src", real)
 
 
+def drop_code_block_buttons(root: HtmlElement, levels: int = 3) -> None:
+    """A code block's own controls ("Copy", "Copied!", "Run") are not words of the page: the buttons in
+    the wrappers around a <pre> that hold no other text. The first wrapper with text of its own (a
+    caption, the article around the block) ends the search, so no button beyond the block goes."""
+    for pre in list(root.iter("pre")):
+        wrapper = pre.getparent()
+        for _ in range(levels):
+            if wrapper is None or _has_text_besides(wrapper, pre):
+                break
+            for button in [b for b in wrapper.iter("button") if pre not in b.iterancestors()]:
+                button.drop_tree()
+            wrapper = wrapper.getparent()
+
+
+def _has_text_besides(element: HtmlElement, pre: HtmlElement) -> bool:
+    """Whether `element` holds text outside `pre` and outside buttons (stops at the first it finds)."""
+    if element is pre or element.tag == "button" or not isinstance(element.tag, str):
+        return False
+    if (element.text or "").strip():
+        return True
+    return any(_has_text_besides(child, pre) or (child.tail or "").strip() for child in element)
+
+
 def drop_svg(root: HtmlElement) -> None:
     """An inline <svg> is an icon or a drawing: no words a reader reads (its <title> is a tooltip)."""
     for svg in list(root.iter("svg", "{http://www.w3.org/2000/svg}svg")):
@@ -146,6 +169,7 @@ def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
         mark_code_languages(content)
         unlink_dead_links(content)
         unlink_code(content)
+        drop_code_block_buttons(content)
         drop_sourceless_images(content)
         drop_svg(content)
         unlink_empty_links(content)

@@ -166,6 +166,16 @@ def test_inline_svg_and_data_images_leave_no_base64_and_no_tooltip_words() -> No
     assert lazy.strip() == "![A](https://example.org/a-400.jpg)"
 
 
+def test_a_code_blocks_own_buttons_go_and_other_buttons_stay() -> None:
+    out = md(
+        '<p>Install it:</p><div class="cb"><div class="bar"><button>Copy</button></div><pre>pip install x</pre></div>'
+        "<p>Then <button>Subscribe</button> now.</p>"
+        "<article><p>Intro</p><pre>code</pre><button>Show more</button></article>"
+    )
+    assert "Copy" not in out and "```\npip install x\n```" in out
+    assert "Subscribe" in out and "Show more" in out  # not a code block's own: the wrapper has other text
+
+
 def test_plain_text_keeps_code_and_snake_case_as_written() -> None:
     markdown = (
         "The pet_type field and `model_validate()`, not _emphasis_.\n\n## 1. First step\n\n"
