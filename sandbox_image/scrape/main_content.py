@@ -6,7 +6,8 @@ page with everything else pruned, so headings, lists, tables and code stay what 
 
 Rules on top of the per-block decisions, each a whole-page judgement:
 - code, table cells and headings between kept blocks follow them from a lower probability
-  (whole_page.follow_neighbours);
+  (whole_page.follow_neighbours); hidden tab panels beside a kept, visible one are kept with it
+  (whole_page.hidden_tabs_follow: the reader opens them with a click);
 - a template slot whose words are mostly kept is kept whole, and a text kept twice (a quoted post,
   a layout's second copy) is kept once except on pages heavy with code (whole_page.finish);
 - the per-post furniture of forum and Q&A platforms (the author's statistics, title, signature),
@@ -40,7 +41,7 @@ from sandbox_image.scrape.post_furniture import furniture_blocks
 from sandbox_image.scrape.structure import FEATURES as STRUCTURE_FEATURES
 from sandbox_image.scrape.structure import template_path
 from sandbox_image.scrape.voters import run_voters
-from sandbox_image.scrape.whole_page import finish, follow_neighbours
+from sandbox_image.scrape.whole_page import finish, follow_neighbours, hidden_tabs_follow
 
 MIN_WORDS = 20
 MIN_SHARE = 0.05
@@ -114,6 +115,7 @@ def select_blocks(
     steps: dict[object, str] = {}
     paths = [template_path(b, steps) for b in blocks]
     flags = follow_neighbours([p >= THRESHOLDS[chosen] for p in probabilities], probabilities, rows)
+    flags = hidden_tabs_follow(flags, blocks)
     flags = finish(flags, texts, paths, words, rows)
     furniture = furniture_blocks(document.root, blocks)
     kept = {b.index for b, k in zip(blocks, flags, strict=True) if k and b.index not in furniture}

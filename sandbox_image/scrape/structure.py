@@ -46,6 +46,12 @@ _NAV_AIDS = re.compile(
     r"|on-?this-?page|sidenav|side-?menu|swatch(?:es)?|variants?|options?|quantity|qty)(?:$|[\W_])",
     re.IGNORECASE,
 )
+# A tab panel's content is opened with a click (a product's specifications, a tutorial's code for
+# another language); whole_page.hidden_tabs_follow keeps the hidden panels beside a kept one.
+_TAB_PANEL = re.compile(
+    r"(?:^|[\W_])(?:tab-?panel|tab-?pane|tab-?content|tab-?body|tabbed-?(?:block|content))(?:$|[\W_])",
+    re.IGNORECASE,
+)
 _MONTHS = (
     r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
     r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
@@ -106,6 +112,18 @@ def template_path(block: Block, steps_cache: dict[object, str] | None = None) ->
         steps.append(step)
         element = element.getparent()
     return tuple(reversed(steps))
+
+
+def tab_panel(element: HtmlElement | None) -> HtmlElement | None:
+    """The nearest tab panel (by class, id or role) among the element and its ROLE_DEPTH - 1 ancestors."""
+    for _ in range(ROLE_DEPTH):
+        if element is None or not isinstance(element.tag, str):
+            return None
+        get = element.get
+        if _TAB_PANEL.search(f"{get('class') or ''} {get('id') or ''} {get('role') or ''}"):
+            return element
+        element = element.getparent()
+    return None
 
 
 class _Roles:

@@ -13,15 +13,19 @@ Both chosen by site-grouped cross-validation on the WCXB development pages outsi
 (docs/scrape-quality.md, round 5). Before them (round 6), **code, table cells and headings
 between kept blocks** follow their neighbours from a lower probability (`follow_neighbours`): a
 long listing or a parameter table the model puts just under the threshold, or a section heading
-between kept paragraphs, is part of the run it sits in. Nothing here names a site or reads a
-reference text.
+between kept paragraphs, is part of the run it sits in; and (round 17) **hidden tab panels follow
+the one shown** (`hidden_tabs_follow`): the reader opens a product's specifications or a
+tutorial's other language with a click, so when the visible panel's content is kept, the hidden
+panels beside it are kept too. Nothing here names a site or reads a reference text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from sandbox_image.scrape.blocks import Block
 from sandbox_image.scrape.candidates import drop_repeats
+from sandbox_image.scrape.structure import tab_panel
 
 GROUP_MIN_BLOCKS = 3  # a template slot needs this many blocks to count as a group
 GROUP_MAJORITY = 0.5  # share of a group's words kept from which the whole group is kept
@@ -80,6 +84,26 @@ def template_majority(mask: Sequence[bool], paths: Sequence[tuple[str, ...]], wo
         if not out[i] and count >= GROUP_MIN_BLOCKS and total and kept >= GROUP_MAJORITY * total:
             out[i] = True
     return out
+
+
+def hidden_tabs_follow(mask: Sequence[bool], blocks: Sequence[Block]) -> list[bool]:
+    """Keep the blocks of a hidden tab panel whose parent also holds a kept block of a shown panel.
+
+    Only adds. Panels beside each other share a parent (the tab container). The panel itself must
+    be what is hidden (as a tab hides it): something hidden inside a shown panel (an SEO data list,
+    a collapsed form) is not a tab, and a hidden panel whose shown sibling was dropped (a menu's
+    tabs, a listing's filters) stays dropped."""
+    panels = [tab_panel(b.element) for b in blocks]
+    shown = {
+        panel.getparent()
+        for panel, block, keep in zip(panels, blocks, mask, strict=True)
+        if keep and panel is not None and not block.hidden
+    }
+    shown.discard(None)
+    return [
+        keep or (panel is not None and bool(panel.get("data-bw-hidden")) and panel.getparent() in shown)
+        for panel, keep in zip(panels, mask, strict=True)
+    ]
 
 
 def code_share(rows: Sequence[Mapping[str, float]], words: Sequence[int]) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from sandbox_image.scrape import whole_page
+from sandbox_image.scrape.blocks import segment
 from sandbox_image.scrape.document import choose_document
 from sandbox_image.scrape.main_content import select_blocks
 from sandbox_image.scrape.model import Forest
@@ -133,3 +134,46 @@ def test_follow_neighbours_needs_some_probability_and_only_adds() -> None:
     ]
     unchanged = [True, True, False, True]
     assert whole_page.follow_neighbours(unchanged, [0.9, 0.1, 0.1, 0.9], rows) == unchanged
+
+
+PRODUCT_TABS = """<html><body>
+<div class="menu-tabs"><div role="tabpanel"><a href="/desks">Desks and tables</a></div>
+  <div role="tabpanel" data-bw-hidden="display"><a href="/chairs">Office chairs</a></div></div>
+<main><h1>Walnut desk</h1><ul role="tablist"><li role="tab">Description</li><li role="tab">Specifications</li></ul>
+<div class="tab-content">
+  <div class="tab-pane active"><p>A walnut desk with two drawers and a cable tray.</p></div>
+  <div class="tab-pane" data-bw-hidden="display"><p>Width 140 cm, depth 70 cm, height 75 cm.</p></div>
+</div></main></body></html>"""
+
+
+def test_hidden_tab_panels_follow_the_kept_panel_beside_them() -> None:
+    blocks = segment(choose_document(PRODUCT_TABS).root)
+    texts = [b.text for b in blocks]
+    mask = [t.startswith(("Walnut", "A walnut")) for t in texts]
+    flags = whole_page.hidden_tabs_follow(mask, blocks)
+    kept = {t for t, k in zip(texts, flags, strict=True) if k}
+    assert "Width 140 cm, depth 70 cm, height 75 cm." in kept  # the specifications, one click away
+    assert "Office chairs" not in kept  # the menu's visible panel was dropped: its hidden one stays so
+    assert "Specifications" not in kept  # the tab list is not a panel
+    assert whole_page.hidden_tabs_follow([False] * len(blocks), blocks) == [False] * len(blocks)
+
+
+def test_select_blocks_brings_the_hidden_panel_of_a_kept_tab_set() -> None:
+    # A block model that trusts what the reader sees and nothing hidden: the shown panel is kept,
+    # and the panel a click away comes with it.
+    visible_only = Forest(
+        ("hidden",), 0.0, (((0, -1, -1), (0.5, 0.0, 0.0), (1, 0, 0), (2, 0, 0), (0.0, 3.0, -3.0)),), 0.5, {}
+    )
+    selection = select_blocks(
+        choose_document(PRODUCT_TABS),
+        "https://example.org/desk",
+        models=(visible_only,),
+        voter_texts={"trafilatura": ""},
+        use_selector=False,
+    )
+    kept = {b.text for b in selection.blocks if b.index in selection.kept}
+    assert {"A walnut desk with two drawers and a cable tray.", "Width 140 cm, depth 70 cm, height 75 cm."} <= kept
+    assert (
+        selection.probabilities[[b.text for b in selection.blocks].index("Width 140 cm, depth 70 cm, height 75 cm.")]
+        < 0.5
+    )
