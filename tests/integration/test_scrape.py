@@ -135,6 +135,9 @@ async def formats(p: Scraper) -> None:
         "publishedDate": "2026-11-01T10:00:00Z",
         "author": "Ann Writer",
     }
+    desk = await p.ok("/desk")  # the tabs a click away come with the shown one (whole_page.hidden_tabs_follow)
+    assert "made to order" in desk["markdown"] and "Width 140 centimetres" in desk["markdown"]
+    assert "refresh the oil" in desk["markdown"] and "Privacy" not in desk["markdown"]
     whole = await p.ok("/article", onlyMainContent=False)
     assert "Footer links" in whole["markdown"]
     html = await p.ok("/article", format="html")

@@ -36,6 +36,26 @@ const p = document.createElement('p'); p.textContent = t; document.querySelector
 NAV_ONLY = """<!doctype html><html><head><title>Menu</title></head><body>
 <nav><ul><li><a href="/a">Alpha</a></li><li><a href="/b">Beta</a></li><li><a href="/c">Gamma</a></li></ul></nav>
 <footer><a href="/privacy">Privacy</a> <a href="/terms">Terms</a></footer></body></html>"""
+DESK = """<!doctype html><html lang="en"><head><title>Walnut desk</title>
+<style>.tab-pane{display:none}.tab-pane.active{display:block}</style></head>
+<body><header><nav><a href="/">Home</a> <a href="/desks">Desks</a> <a href="/chairs">Chairs</a>
+<a href="/cart">Cart</a></nav></header>
+<main><h1>Walnut desk with two drawers</h1>
+<p>Our walnut desk is built from solid, oiled American walnut by a small workshop in Porto. It has two
+soft-closing drawers, a hidden cable tray and adjustable feet for uneven floors.</p>
+<ul class="nav-tabs" role="tablist"><li role="tab">Description</li><li role="tab">Specifications</li>
+<li role="tab">Care</li></ul>
+<div class="tab-content">
+<div class="tab-pane active" role="tabpanel"><p>The top is a single glued panel of walnut boards, finished
+with hard-wax oil that brings out the grain. Each desk is made to order and ships within three weeks of
+your order.</p><p>The drawers run on full-extension runners and hold A4 folders lying flat.</p></div>
+<div class="tab-pane" role="tabpanel"><p>Width 140 centimetres, depth 70 centimetres, height 75
+centimetres, weight 38 kilograms, drawer depth 45 centimetres.</p></div>
+<div class="tab-pane" role="tabpanel"><p>Wipe with a damp cloth and refresh the oil once a year with the
+kit that comes with the desk.</p></div>
+</div></main>
+<footer><p>Copyright 2026 Workshop. <a href="/privacy">Privacy</a> <a href="/terms">Terms</a></p>
+</footer></body></html>"""
 GONE = "<!doctype html><title>Gone</title><h1>404 Not Found</h1><p>No such page here.</p>"
 BIG = "<!doctype html><title>Big</title><p>" + "x" * (9 * 1024 * 1024) + "</p>"
 MOVES = """<!doctype html><html><head><title>Moving</title></head><body><main><h1>Moving on</h1>{start}</main>
@@ -108,7 +128,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/report.pdf":
             return self.send(REPORT_PDF, ctype="application/pdf")
         pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,
-                 "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE}  # fmt: skip
+                 "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE, "/desk": DESK}  # fmt: skip
         if path in pages:
             return self.send(pages[path])
         return self.send(GONE, 404)
