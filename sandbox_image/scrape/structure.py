@@ -114,13 +114,19 @@ def template_path(block: Block, steps_cache: dict[object, str] | None = None) ->
     return tuple(reversed(steps))
 
 
-def tab_panel(element: HtmlElement | None) -> HtmlElement | None:
-    """The nearest tab panel (by class, id or role) among the element and its ROLE_DEPTH - 1 ancestors."""
+def tab_panel(element: HtmlElement | None, seen: dict[object, bool] | None = None) -> HtmlElement | None:
+    """The nearest tab panel (by class, id or role) among the element and its ROLE_DEPTH - 1 ancestors.
+
+    `seen` remembers each element's answer across calls: a page's blocks share their ancestors."""
+    memo: dict[object, bool] = {} if seen is None else seen
     for _ in range(ROLE_DEPTH):
         if element is None or not isinstance(element.tag, str):
             return None
-        get = element.get
-        if _TAB_PANEL.search(f"{get('class') or ''} {get('id') or ''} {get('role') or ''}"):
+        hit = memo.get(element)
+        if hit is None:
+            get = element.get
+            hit = memo[element] = bool(_TAB_PANEL.search(f"{get('class') or ''} {get('id') or ''} {get('role') or ''}"))
+        if hit:
             return element
         element = element.getparent()
     return None

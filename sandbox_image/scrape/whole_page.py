@@ -93,7 +93,8 @@ def hidden_tabs_follow(mask: Sequence[bool], blocks: Sequence[Block]) -> list[bo
     be what is hidden (as a tab hides it): something hidden inside a shown panel (an SEO data list,
     a collapsed form) is not a tab, and a hidden panel whose shown sibling was dropped (a menu's
     tabs, a listing's filters) stays dropped."""
-    panels = [tab_panel(b.element) for b in blocks]
+    seen: dict[object, bool] = {}
+    panels = [tab_panel(b.element, seen) for b in blocks]
     shown = {
         panel.getparent()
         for panel, block, keep in zip(panels, blocks, mask, strict=True)
