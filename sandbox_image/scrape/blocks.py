@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from lxml.html import HtmlElement
 
+from sandbox_image.scrape.dom import HIDDEN_MARK
+
 BLOCK_TAGS = frozenset(
     {
         "address",
@@ -127,7 +129,7 @@ def segment(root: HtmlElement) -> list[Block]:
     def walk(element: HtmlElement, in_main: bool, in_chrome: bool, hidden: str) -> None:
         tag = element.tag
         role = (element.get("role") or "").lower()
-        mark = element.get("data-bw-hidden") or ""
+        mark = element.get(HIDDEN_MARK) or ""
         own_hidden = hidden or ("visibility" if mark == "visibility-text" else mark)
         hidden = hidden or ("" if mark == "visibility-text" else mark)  # what descendants inherit
         if tag in ("main", "article") or role in MAIN_ROLES:

@@ -14,6 +14,8 @@ from lxml.html import HtmlElement, HTMLParser, document_fromstring
 
 # Reasons annotate.js gives. "aria" is kept apart: aria-hidden is mostly on icons and duplicated
 # carousel slides, but some sites put it on text a reader sees, so removing it is a choice.
+# The attribute annotate.js puts on what the reader cannot see; its value is the reason.
+HIDDEN_MARK = "data-bw-hidden"
 HIDDEN_REASONS = frozenset({"display", "visibility", "collapsed", "offscreen"})
 NEVER_RENDERED = ("script", "style", "noscript", "template", "link", "meta")
 _PARSER = HTMLParser(remove_comments=True, remove_pis=True, collect_ids=False)
@@ -45,7 +47,7 @@ def remove_hidden(root: HtmlElement, reasons: frozenset[str] = HIDDEN_REASONS) -
     for element in list(root.iter()):
         if not isinstance(element.tag, str):
             continue
-        reason = element.get("data-bw-hidden")
+        reason = element.get(HIDDEN_MARK)
         if reason == "visibility-text" and "visibility" in reasons:
             remove_own_text(element)
         elif reason and reason in reasons and element.getparent() is not None:

@@ -19,7 +19,7 @@ from lxml.html import HtmlElement, tostring
 
 from sandbox_image.scrape.annotate import annotate_page
 from sandbox_image.scrape.document import Document, choose_document
-from sandbox_image.scrape.dom import HIDDEN_REASONS, remove_own_text, strip_marks
+from sandbox_image.scrape.dom import HIDDEN_MARK, HIDDEN_REASONS, remove_own_text, strip_marks
 from sandbox_image.scrape.links import extract_links
 from sandbox_image.scrape.main_content import content_element, implausibly_short, select_blocks
 from sandbox_image.scrape.markdown import to_markdown
@@ -56,7 +56,7 @@ def visible_body(document: Document) -> HtmlElement:
     for element in list(out.iter()):
         if not isinstance(element.tag, str) or element.getparent() is None:
             continue
-        mark = element.get("data-bw-hidden")
+        mark = element.get(HIDDEN_MARK)
         if mark == "visibility-text":
             remove_own_text(element)
         elif mark in HIDDEN_REASONS and len(element.text_content().split()) <= HIDDEN_ARTEFACT_SHARE * total:

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 
 from sandbox_image.scrape.blocks import Block
 from sandbox_image.scrape.candidates import drop_repeats
+from sandbox_image.scrape.dom import HIDDEN_MARK
 from sandbox_image.scrape.structure import tab_panel
 
 GROUP_MIN_BLOCKS = 3  # a template slot needs this many blocks to count as a group
@@ -102,7 +103,7 @@ def hidden_tabs_follow(mask: Sequence[bool], blocks: Sequence[Block]) -> list[bo
     }
     shown.discard(None)
     return [
-        keep or (panel is not None and bool(panel.get("data-bw-hidden")) and panel.getparent() in shown)
+        keep or (panel is not None and bool(panel.get(HIDDEN_MARK)) and panel.getparent() in shown)
         for panel, keep in zip(panels, mask, strict=True)
     ]
 
