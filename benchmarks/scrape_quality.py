@@ -790,7 +790,7 @@ def cross_validate(
     from sandbox_image.scrape.plaintext import markdown_to_text
 
     folds = scrape_train.fold_models(rows, seed=seed)
-    probabilities = scrape_train.out_of_fold_probabilities(rows, fitted=folds)
+    probabilities = scrape_train.selector_probabilities(rows, seed=seed, fitted=folds)
 
     def answer(page: Page, models: tuple[Any, ...], selector: Any, split: str = "") -> tuple[float, float, float]:
         split = split or split_of[page.file_id]
@@ -813,7 +813,7 @@ def cross_validate(
     scores = Scores()
     for fold in folds:
         train = [rows[i] for i in fold.train]
-        selector = scrape_train.fit_selector(train, [probabilities[i] for i in fold.train], {}, seed)
+        selector = scrape_train.fit_selector(train, [[p[i] for i in fold.train] for p in probabilities], {}, seed)
         models = fold.forests()
         for i in fold.test:
             scores.per_page[pages[i].file_id] = answer(pages[i], models, selector)
@@ -984,7 +984,8 @@ def train_command(args: argparse.Namespace) -> int:
         selector_info = {
             "trained_on": used,
             "target": "word F1 gain of each threshold candidate over threshold 0.5",
-            "probabilities": f"out-of-fold block model(s), {scrape_train.SELECTOR_FOLDS} folds grouped by site",
+            "probabilities": f"out-of-fold block model(s), {scrape_train.SELECTOR_FOLDS} folds grouped by site,"
+            f" {scrape_train.SELECTOR_SEEDS} seeds (0, 1000, ...), each page once per seed",
             "repeats": f"a kept text of {candidates.REPEAT_WORDS}+ words kept once",
             "regressor": "sklearn HistGradientBoostingRegressor (defaults, random_state=0)",
             "margin": scrape_train.SELECTOR_MARGIN,

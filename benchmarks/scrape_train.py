@@ -127,9 +127,11 @@ def train(rows: list[PageRows], info: dict[str, Any], path: Path = MODEL_PATH, s
 
 
 # The selector (candidates.py): folds by site, default settings, and the margin a candidate's predicted
-# gain over the default must exceed.
+# gain over the default must exceed. It learns from SELECTOR_SEEDS sets of out-of-fold probabilities
+# (block models fitted with as many seeds), so that one seed's quirks are not what it learns (round 19).
 SELECTOR_FOLDS = 5
 SELECTOR_MARGIN = 0.02
+SELECTOR_SEEDS = 3
 
 
 def word_f1(predicted: str, reference: str) -> float:
@@ -200,6 +202,19 @@ def out_of_fold_probabilities(
     return out
 
 
+def selector_probabilities(
+    rows: list[PageRows],
+    ensemble: bool = True,
+    seed: int = SEED,
+    fitted: list[FoldModels] | None = None,
+    sets: int = SELECTOR_SEEDS,
+) -> list[list[list[float]]]:
+    """`sets` sets of out-of-fold probabilities: `seed`'s (from `fitted` when given), then seeds
+    seed + 1000, seed + 2000, ... so that cv's seeds never share one."""
+    first = out_of_fold_probabilities(rows, ensemble=ensemble, seed=seed, fitted=fitted)
+    return [first] + [out_of_fold_probabilities(rows, ensemble=ensemble, seed=seed + 1000 * k) for k in range(1, sets)]
+
+
 def selector_rows(
     rows: list[PageRows], probabilities: list[list[float]]
 ) -> tuple[list[dict[str, float]], list[float], list[str]]:
@@ -219,13 +234,14 @@ def selector_rows(
 
 
 def fit_selector(
-    rows: list[PageRows], probabilities: list[list[float]], info: dict[str, Any], seed: int = SEED
+    rows: list[PageRows], probabilities: list[list[list[float]]], info: dict[str, Any], seed: int = SEED
 ) -> Forest:
-    """The per-page candidate selector, learnt from the pages' out-of-fold block probabilities."""
+    """The per-page candidate selector, learnt from each page once per set of its out-of-fold block
+    probabilities (`probabilities[k][i]` is set k's for rows[i])."""
     import numpy as np
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    features, gains, _sites = selector_rows(rows, probabilities)
+    features, gains, _sites = selector_rows(rows * len(probabilities), [p for ps in probabilities for p in ps])
     names = sorted({k for f in features for k in f})
     x = np.array([[f.get(n, 0.0) for n in names] for f in features])
     model = HistGradientBoostingRegressor(random_state=seed).fit(x, np.array(gains))
@@ -236,10 +252,10 @@ def train_selector(
     rows: list[PageRows],
     info: dict[str, Any],
     path: Path = SELECTOR_PATH,
-    probabilities: list[list[float]] | None = None,
+    probabilities: list[list[list[float]]] | None = None,
 ) -> Forest:
     """Learn the per-page candidate selector from out-of-fold block probabilities (by site)."""
-    probabilities = probabilities or out_of_fold_probabilities(rows, ensemble=STRUCTURE_MODEL_PATH.exists())
+    probabilities = probabilities or selector_probabilities(rows, ensemble=STRUCTURE_MODEL_PATH.exists())
     forest = fit_selector(rows, probabilities, info)
     path.write_text(json.dumps(forest.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
     return forest
