@@ -13,13 +13,28 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-PARA = "The quick brown fox jumps over the lazy dog while the reader keeps reading this sentence. " * 5
+FACTS = [
+    "The quick brown fox jumps over the lazy dog while the reader keeps reading.",
+    "Foxes hunt at dusk and rest through the day in dens dug under old roots.",
+    "A dog sleeps late when the house is quiet and nobody rings the bell.",
+    "Cubs learn to hunt in their first autumn by following their mother.",
+    "Winter fur is thicker and paler, and the tail keeps the nose warm.",
+    "Farmers build higher fences, and the foxes find the gaps all the same.",
+]
+
+
+def para(i: int) -> str:
+    """Part i's paragraph: the facts in another order each time, as an article's paragraphs differ
+    (twelve copies of one paragraph would be a repeat, kept once)."""
+    return f"In part {i} we learn this. " + " ".join(FACTS[i % 6 :] + FACTS[: i % 6])
+
+
 ARTICLE = f"""<!doctype html><html lang="en"><head><title>Fox news</title>
 <meta name="description" content="All about foxes"><meta name="author" content="Ann Writer">
 <meta property="article:published_time" content="2026-11-01T10:00:00Z"><link rel="canonical" href="/article">
 </head><body><nav><a href="/">Home</a> <a href="/about">About</a> <a href="/about">About again</a></nav>
 <main><article><h1>Foxes and dogs</h1>
-{"".join(f"<h2>Part {i}</h2><p>{PARA}</p>" for i in range(1, 13))}
+{"".join(f"<h2>Part {i}</h2><p>{para(i)}</p>" for i in range(1, 13))}
 <pre><code class="language-python">print("fox")</code></pre>
 <table><tr><th>Animal</th><th>Speed</th></tr><tr><td>Fox</td><td>50</td></tr></table>
 <p>Every fox\u00e2\u20ac\u2122s den is warm, as a CMS that read UTF-8 as Windows-1252 would have it.</p>
