@@ -661,6 +661,8 @@ def score(args: argparse.Namespace, pages: list[Page]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import scrape_train  # for its defaults; it loads scikit-learn only when fitting
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["render", "baselines", "prepare", "train", "cv", "score"])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
@@ -710,6 +712,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SPLIT=CORPUS",
         help="cv: also answer these rendered, prepared splits with every fold's models (each page's F1 averaged"
         " over the folds and seeds): a held-out comparison of designs that does not hang on one retrain",
+    )
+    parser.add_argument(
+        "--selector-seeds",
+        type=int,
+        default=scrape_train.SELECTOR_SEEDS,
+        metavar="N",
+        help="cv, train --selector: how many seeds' out-of-fold block probabilities the selector learns from",
     )
     parser.add_argument(
         "--seeds",
@@ -790,7 +799,7 @@ def cross_validate(
     from sandbox_image.scrape.plaintext import markdown_to_text
 
     folds = scrape_train.fold_models(rows, seed=seed)
-    probabilities = scrape_train.selector_probabilities(rows, seed=seed, fitted=folds)
+    probabilities = scrape_train.selector_probabilities(rows, seed=seed, fitted=folds, sets=args.selector_seeds)
 
     def answer(page: Page, models: tuple[Any, ...], selector: Any, split: str = "") -> tuple[float, float, float]:
         split = split or split_of[page.file_id]
@@ -985,12 +994,15 @@ def train_command(args: argparse.Namespace) -> int:
             "trained_on": used,
             "target": "word F1 gain of each threshold candidate over threshold 0.5",
             "probabilities": f"out-of-fold block model(s), {scrape_train.SELECTOR_FOLDS} folds grouped by site,"
-            f" {scrape_train.SELECTOR_SEEDS} seeds (0, 1000, ...), each page once per seed",
+            f" {args.selector_seeds} seeds (0, 1000, ...), each page once per seed",
             "repeats": f"a kept text of {candidates.REPEAT_WORDS}+ words kept once",
             "regressor": "sklearn HistGradientBoostingRegressor (defaults, random_state=0)",
             "margin": scrape_train.SELECTOR_MARGIN,
         }
-        selector = scrape_train.train_selector(rows, selector_info)
+        probabilities = scrape_train.selector_probabilities(
+            rows, ensemble=scrape_train.STRUCTURE_MODEL_PATH.exists(), sets=args.selector_seeds
+        )
+        selector = scrape_train.train_selector(rows, selector_info, probabilities=probabilities)
         print(f"selector: {len(selector.trees)} trees on {len(selector.features)} features", file=sys.stderr)
         return 0
     info = {
