@@ -45,25 +45,29 @@ def _is_cell(row: Mapping[str, float]) -> bool:
 def follow_neighbours(
     mask: Sequence[bool], probabilities: Sequence[float], rows: Sequence[Mapping[str, float]]
 ) -> list[bool]:
-    """Keep a dropped code block or table cell (FOLLOW_PROBABILITY or more) whose nearest blocks of
-    another kind on both sides are kept, and likewise a heading between two kept blocks (or first
+    """Keep a dropped code block or table cell (FOLLOW_PROBABILITY or more) whose nearest kept block
+    or other block on both sides, past the dropped code and cells between, is kept (a code block
+    right above a table follows with it), and likewise a heading between two kept blocks (or first
     on the page, before a kept one). Only adds; judged on the flags as they were (no chains)."""
     out = list(mask)
     n = len(mask)
+
+    def follower(j: int) -> bool:
+        return not mask[j] and (_is_code(rows[j]) or _is_cell(rows[j]))
+
     for i in range(n):
         if mask[i] or probabilities[i] < FOLLOW_PROBABILITY:
             continue
         row = rows[i]
-        for kind in (_is_code, _is_cell):
-            if kind(row):
-                before = i - 1
-                while before >= 0 and kind(rows[before]):
-                    before -= 1
-                after = i + 1
-                while after < n and kind(rows[after]):
-                    after += 1
-                if before >= 0 and after < n and mask[before] and mask[after]:
-                    out[i] = True
+        if _is_code(row) or _is_cell(row):
+            before = i - 1
+            while before >= 0 and follower(before):
+                before -= 1
+            after = i + 1
+            while after < n and follower(after):
+                after += 1
+            if before >= 0 and after < n and mask[before] and mask[after]:
+                out[i] = True
         if row.get("heading", 0.0) > 0 and i + 1 < n and mask[i + 1] and (i == 0 or mask[i - 1]):
             out[i] = True
     return out

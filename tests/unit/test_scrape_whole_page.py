@@ -136,6 +136,23 @@ def test_follow_neighbours_needs_some_probability_and_only_adds() -> None:
     assert whole_page.follow_neighbours(unchanged, [0.9, 0.1, 0.1, 0.9], rows) == unchanged
 
 
+def test_code_and_a_table_beside_it_follow_together() -> None:
+    # prose, a dropped code block right above a dropped table (two cells), prose: neither waits on the
+    # other; a kept code block counts as a kept neighbour
+    rows = [{"para": 1.0}, {"pre": 1.0}, {"cell": 1.0}, {"cell": 1.0}, {"para": 1.0}]
+    mask = [True, False, False, False, True]
+    assert whole_page.follow_neighbours(mask, [0.9, 0.5, 0.6, 0.6, 0.9], rows) == [True] * 5
+    assert whole_page.follow_neighbours([False, False, False, False, True], [0.1, 0.5, 0.6, 0.6, 0.9], rows) == [
+        False,
+        False,  # nothing kept above the code: nothing follows
+        False,
+        False,
+        True,
+    ]
+    kept_code = [False, True, False, False, True]
+    assert whole_page.follow_neighbours(kept_code, [0.1, 0.9, 0.6, 0.6, 0.9], rows) == [False, True, True, True, True]
+
+
 PRODUCT_TABS = """<html><body>
 <div class="menu-tabs"><div role="tabpanel"><a href="/desks">Desks and tables</a></div>
   <div role="tabpanel" data-bw-hidden="display"><a href="/chairs">Office chairs</a></div></div>
