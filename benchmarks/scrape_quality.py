@@ -999,10 +999,7 @@ def train_command(args: argparse.Namespace) -> int:
             "regressor": "sklearn HistGradientBoostingRegressor (defaults, random_state=0)",
             "margin": scrape_train.SELECTOR_MARGIN,
         }
-        probabilities = scrape_train.selector_probabilities(
-            rows, ensemble=scrape_train.STRUCTURE_MODEL_PATH.exists(), sets=args.selector_seeds
-        )
-        selector = scrape_train.train_selector(rows, selector_info, probabilities=probabilities)
+        selector = scrape_train.train_selector(rows, selector_info, sets=args.selector_seeds)
         print(f"selector: {len(selector.trees)} trees on {len(selector.features)} features", file=sys.stderr)
         return 0
     info = {

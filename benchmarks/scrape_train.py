@@ -253,9 +253,10 @@ def train_selector(
     info: dict[str, Any],
     path: Path = SELECTOR_PATH,
     probabilities: list[list[list[float]]] | None = None,
+    sets: int = SELECTOR_SEEDS,
 ) -> Forest:
-    """Learn the per-page candidate selector from out-of-fold block probabilities (by site)."""
-    probabilities = probabilities or selector_probabilities(rows, ensemble=STRUCTURE_MODEL_PATH.exists())
+    """Learn the per-page candidate selector from `sets` seeds' out-of-fold block probabilities (by site)."""
+    probabilities = probabilities or selector_probabilities(rows, ensemble=STRUCTURE_MODEL_PATH.exists(), sets=sets)
     forest = fit_selector(rows, probabilities, info)
     path.write_text(json.dumps(forest.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
     return forest

@@ -12,10 +12,10 @@ import re
 from lxml import etree
 from lxml.html import HtmlElement, HTMLParser, document_fromstring
 
-# Reasons annotate.js gives. "aria" is kept apart: aria-hidden is mostly on icons and duplicated
-# carousel slides, but some sites put it on text a reader sees, so removing it is a choice.
 # The attribute annotate.js puts on what the reader cannot see; its value is the reason.
 HIDDEN_MARK = "data-bw-hidden"
+# Reasons annotate.js gives. "aria" is kept apart: aria-hidden is mostly on icons and duplicated
+# carousel slides, but some sites put it on text a reader sees, so removing it is a choice.
 HIDDEN_REASONS = frozenset({"display", "visibility", "collapsed", "offscreen"})
 NEVER_RENDERED = ("script", "style", "noscript", "template", "link", "meta")
 _PARSER = HTMLParser(remove_comments=True, remove_pis=True, collect_ids=False)

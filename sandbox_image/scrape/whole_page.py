@@ -45,10 +45,10 @@ def _is_cell(row: Mapping[str, float]) -> bool:
 def follow_neighbours(
     mask: Sequence[bool], probabilities: Sequence[float], rows: Sequence[Mapping[str, float]]
 ) -> list[bool]:
-    """Keep a dropped code block or table cell (FOLLOW_PROBABILITY or more) whose nearest kept block
-    or other block on both sides, past the dropped code and cells between, is kept (a code block
-    right above a table follows with it), and likewise a heading between two kept blocks (or first
-    on the page, before a kept one). Only adds; judged on the flags as they were (no chains)."""
+    """Keep a dropped code block or table cell (FOLLOW_PROBABILITY or more) when, on both sides, the
+    nearest block that is not another dropped code block or cell is kept (so a code block right above
+    a table follows with it), and likewise a heading between two kept blocks (or first on the page,
+    before a kept one). Only adds; judged on the flags as they were (no chains)."""
     out = list(mask)
     n = len(mask)
 
