@@ -721,6 +721,19 @@ def main(argv: list[str] | None = None) -> int:
         help="cv, train --selector: how many seeds' out-of-fold block probabilities the selector learns from",
     )
     parser.add_argument(
+        "--save-folds",
+        type=Path,
+        metavar="DIR",
+        help="cv: keep each seed's fitted fold models and selectors in DIR (seed-S.pkl)",
+    )
+    parser.add_argument(
+        "--from-folds",
+        type=Path,
+        metavar="DIR",
+        help="cv: answer with the fold models and selectors --save-folds kept (no refit): for a change"
+        " made after the threshold choice, with the same features and candidates",
+    )
+    parser.add_argument(
         "--seeds",
         nargs="+",
         type=int,
@@ -798,8 +811,7 @@ def cross_validate(
     from sandbox_image.scrape.extract import extract_html
     from sandbox_image.scrape.plaintext import markdown_to_text
 
-    folds = scrape_train.fold_models(rows, seed=seed)
-    probabilities = scrape_train.selector_probabilities(rows, seed=seed, fitted=folds, sets=args.selector_seeds)
+    fitted = fitted_folds(args, rows, pages, seed)
 
     def answer(page: Page, models: tuple[Any, ...], selector: Any, split: str = "") -> tuple[float, float, float]:
         split = split or split_of[page.file_id]
@@ -820,14 +832,12 @@ def cross_validate(
     held_out = held_out_pages(args)
     answers: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     scores = Scores()
-    for fold in folds:
-        train = [rows[i] for i in fold.train]
-        selector = scrape_train.fit_selector(train, [[p[i] for i in fold.train] for p in probabilities], {}, seed)
-        models = fold.forests()
-        for i in fold.test:
-            scores.per_page[pages[i].file_id] = answer(pages[i], models, selector)
+    by_id = {p.file_id: p for p in pages}
+    for fold in fitted:
+        for fid in fold.test:
+            scores.per_page[fid] = answer(by_id[fid], fold.models, fold.selector)
         for split, page in held_out:
-            answers[page.file_id].append(answer(page, models, selector, split))
+            answers[page.file_id].append(answer(page, fold.models, fold.selector, split))
     held_out_scores = Scores()
     for fid, prfs in answers.items():
         held_out_scores.per_page[fid] = (
@@ -839,8 +849,45 @@ def cross_validate(
     # engine still answers it (its whole page, or nothing), the same for every design.
     for page in pages:
         if page.file_id not in scores.per_page:
-            scores.per_page[page.file_id] = answer(page, folds[0].forests(), None)
+            scores.per_page[page.file_id] = answer(page, fitted[0].models, None)
     return scores, held_out_scores
+
+
+@dataclass
+class FittedFold:
+    """One fold's block models and selector, and the pages (file ids) they answer out of fold."""
+
+    test: list[str]
+    models: tuple[Any, ...]
+    selector: Any
+
+
+def fitted_folds(args: argparse.Namespace, rows: list[Any], pages: list[Page], seed: int) -> list[FittedFold]:
+    """Each fold's models and selector for one seed: fitted here, or with --from-folds read back from
+    --save-folds' file of an earlier run on the same pages (a rule applied after the threshold then
+    costs minutes, not a refit; features and candidates must be the same as in that run)."""
+    import pickle
+
+    import scrape_train
+
+    ids = [p.file_id for p in pages]
+    if args.from_folds:
+        saved = pickle.loads((args.from_folds / f"seed-{seed}.pkl").read_bytes())
+        if saved["pages"] != ids or saved["selector_seeds"] != args.selector_seeds:
+            raise SystemExit(f"cv: {args.from_folds} was fitted on other pages or selector seeds")
+        return saved["folds"]
+    folds = scrape_train.fold_models(rows, seed=seed)
+    probabilities = scrape_train.selector_probabilities(rows, seed=seed, fitted=folds, sets=args.selector_seeds)
+    out = []
+    for fold in folds:
+        train = [rows[i] for i in fold.train]
+        selector = scrape_train.fit_selector(train, [[p[i] for i in fold.train] for p in probabilities], {}, seed)
+        out.append(FittedFold([ids[i] for i in fold.test], fold.forests(), selector))
+    if args.save_folds:
+        args.save_folds.mkdir(parents=True, exist_ok=True)
+        saved = {"pages": ids, "selector_seeds": args.selector_seeds, "folds": out}
+        (args.save_folds / f"seed-{seed}.pkl").write_bytes(pickle.dumps(saved))
+    return out
 
 
 def held_out_pages(args: argparse.Namespace) -> list[tuple[str, Page]]:
