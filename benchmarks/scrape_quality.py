@@ -872,7 +872,10 @@ def fitted_folds(args: argparse.Namespace, rows: list[Any], pages: list[Page], s
 
     ids = [p.file_id for p in pages]
     if args.from_folds:
-        saved = pickle.loads((args.from_folds / f"seed-{seed}.pkl").read_bytes())
+        path = args.from_folds / f"seed-{seed}.pkl"
+        if not path.is_file():
+            raise SystemExit(f"cv: no {path}: run cv --seeds {seed} --save-folds {args.from_folds} first")
+        saved = pickle.loads(path.read_bytes())
         if saved["pages"] != ids or saved["selector_seeds"] != args.selector_seeds:
             raise SystemExit(f"cv: {args.from_folds} was fitted on other pages or selector seeds")
         return saved["folds"]
