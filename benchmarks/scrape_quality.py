@@ -40,6 +40,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -94,6 +95,18 @@ def load_corpus(corpus: Path, only: Iterable[str] | None = None) -> list[Page]:
 
 
 _WORD = re.compile(r"\w+")
+# A version segment of a documentation URL (/docs/18/, /docs/current/, /en/stable/): two versions of a
+# reference page are one document for deciding what training may not see.
+_VERSION_SEGMENT = re.compile(r"/(?:v?\d+(?:\.\d+)+|v\d+|\d{1,2}|current|stable|latest|devel|dev)(?=/)", re.IGNORECASE)
+
+
+def document_key(url: str) -> str:
+    """Host (without www.), path with version segments ignored, and query: the same page however snapshotted."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return ""
+    path = _VERSION_SEGMENT.sub("/*", parts.path).rstrip("/")
+    return parts.hostname.removeprefix("www.") + path + (f"?{parts.query}" if parts.query else "")
 
 
 def word_prf(predicted: str, reference: str) -> tuple[float, float, float]:
@@ -777,10 +790,18 @@ def training_rows(args: argparse.Namespace) -> tuple[list[Any], list[Page], dict
     rows: list[Any] = []
     pages: list[Page] = []
     split_of: dict[str, str] = {}
+    # A training page that is the same document as a page we are measured on (another snapshot or version of
+    # it) is left out: it would put that page's answer, or another annotator's idea of it, into training.
+    measured = [args.corpus, *(Path(spec.partition("=")[2]) for spec in getattr(args, "held_out", []))]
+    measured_keys = {document_key(p.url) for corpus in measured for p in load_corpus(corpus)} - {""}
     for spec in args.train_on:
         split, _, corpus = spec.partition("=")
         # Pages prepared (`prepare` command) so far: preparing is the slow part, run it on its own.
         ready = [p for p in load_corpus(Path(corpus)) if scrape_train.prep_path(args.cache, split, p.file_id).exists()]
+        same = [p.file_id for p in ready if document_key(p.url) in measured_keys]
+        if same:
+            print(f"{split}: left out of training, the same document as a measured page: {same}", file=sys.stderr)
+        ready = [p for p in ready if p.file_id not in set(same)]
         rows += [scrape_train.page_rows(p, args.cache, split, load_rendered) for p in ready]
         pages += ready
         split_of.update(dict.fromkeys((p.file_id for p in ready), split))

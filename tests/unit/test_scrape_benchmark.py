@@ -134,3 +134,54 @@ def test_from_folds_reads_back_what_save_folds_kept(tmp_path: Path) -> None:
     (tmp_path / "seed-0.pkl").write_bytes(pickle.dumps({"pages": ["1", "2"], "selector_seeds": 3, "folds": folds}))
     got = fitted_folds(cv_args(tmp_path), [], [page("1", "article"), page("2", "forum")], seed=0)
     assert [f.test for f in got] == [["1"], ["2"]]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        (
+            "https://www.postgresql.org/docs/18/sql-select.html",
+            "https://postgresql.org/docs/current/sql-select.html",
+            True,
+        ),
+        ("https://docs.python.org/3.12/library/asyncio.html", "https://docs.python.org/3/library/asyncio.html/", True),
+        ("https://x.test/api/v2/users", "https://x.test/api/stable/users", True),
+        ("https://x.test/p/123/reviews", "https://x.test/p/456/reviews", False),
+        ("https://x.test/item?id=1", "https://x.test/item?id=2", False),
+        ("https://x.test/docs/18/select.html", "https://y.test/docs/18/select.html", False),
+    ],
+)
+def test_document_key_sees_versions_of_one_page_as_one_document(a: str, b: str, same: bool) -> None:
+    assert (scrape_quality.document_key(a) == scrape_quality.document_key(b)) is same
+
+
+def write_corpus(root: Path, urls: dict[str, str]) -> Path:
+    (root / "ground-truth").mkdir(parents=True)
+    for file_id, url in urls.items():
+        (root / "ground-truth" / f"{file_id}.json").write_text(
+            f'{{"url": "{url}", "ground_truth": {{"main_content": "words"}}}}', encoding="utf-8"
+        )
+    return root
+
+
+def test_training_leaves_out_pages_that_are_a_measured_pages_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    measured = write_corpus(tmp_path / "dev300", {"0670": "https://www.postgresql.org/docs/18/sql-select.html"})
+    held = write_corpus(tmp_path / "test", {"5001": "https://docs.python.org/3/library/os.html"})
+    train = write_corpus(
+        tmp_path / "rest",
+        {
+            "2863": "https://www.postgresql.org/docs/current/sql-select.html",
+            "2864": "https://www.postgresql.org/docs/current/indexes.html",
+            "2900": "https://docs.python.org/3.12/library/os.html",
+            "2901": "",
+        },
+    )
+    monkeypatch.setattr(scrape_train, "prep_path", lambda cache, split, file_id: tmp_path)  # every page prepared
+    monkeypatch.setattr(scrape_train, "page_rows", lambda page, *_: page.file_id)
+    args = argparse.Namespace(
+        corpus=measured, held_out=[f"test={held}"], train_on=[f"rest={train}"], cache=tmp_path, command="train"
+    )
+    rows, pages, split_of = scrape_quality.training_rows(args)
+    assert rows == ["2864", "2901"] and [p.file_id for p in pages] == rows and split_of == dict.fromkeys(rows, "rest")
