@@ -792,16 +792,17 @@ def training_rows(args: argparse.Namespace) -> tuple[list[Any], list[Page], dict
     split_of: dict[str, str] = {}
     # A training page that is the same document as a page we are measured on (another snapshot or version of
     # it) is left out: it would put that page's answer, or another annotator's idea of it, into training.
-    measured = [args.corpus, *(Path(spec.partition("=")[2]) for spec in getattr(args, "held_out", []))]
+    measured = [args.corpus, *(Path(spec.partition("=")[2]) for spec in args.held_out)]
     measured_keys = {document_key(p.url) for corpus in measured for p in load_corpus(corpus)} - {""}
     for spec in args.train_on:
         split, _, corpus = spec.partition("=")
         # Pages prepared (`prepare` command) so far: preparing is the slow part, run it on its own.
         ready = [p for p in load_corpus(Path(corpus)) if scrape_train.prep_path(args.cache, split, p.file_id).exists()]
-        same = [p.file_id for p in ready if document_key(p.url) in measured_keys]
+        same = [p for p in ready if document_key(p.url) in measured_keys]
         if same:
-            print(f"{split}: left out of training, the same document as a measured page: {same}", file=sys.stderr)
-        ready = [p for p in ready if p.file_id not in set(same)]
+            left_out = [p.file_id for p in same]
+            print(f"{split}: left out of training, the same document as a measured page: {left_out}", file=sys.stderr)
+            ready = [p for p in ready if p not in same]
         rows += [scrape_train.page_rows(p, args.cache, split, load_rendered) for p in ready]
         pages += ready
         split_of.update(dict.fromkeys((p.file_id for p in ready), split))
