@@ -28,7 +28,9 @@ _TARGET_ANGLE = re.compile(r"\]\(\s*<[^>\n]*>(?:\s+\"[^\"\n]*\")?\s*\)")
 _TARGET = re.compile(r"\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
 # A target is replaced by this mark, so only the brackets of links and images are taken away.
 _LINK_END = "\x03"
-_IMAGE = re.compile(r"!\[(?:[^\[\]\n]|\\[\[\]]|\[[^\[\]\n]*\])*\]" + _LINK_END)
+# Alt text may run over lines (CommonMark: a soft break inside link text), but not over a blank line.
+_SOFT_BREAK = r"\n(?![ \t]*\n)"
+_IMAGE = re.compile(r"!\[(?:[^\[\]\n]|" + _SOFT_BREAK + r"|\\[\[\]]|\[[^\[\]\n]*\])*\]" + _LINK_END)
 # Link text, with one level of literal brackets inside ("[Title [v2]](url)").
 _LINK = re.compile(r"\[((?:[^\[\]\n]|\\[\[\]]|\[(?:[^\[\]\n]|\\[\[\]])*\])*)\]" + _LINK_END)
 _REF_LINK = re.compile(r"\[((?:[^\[\]\n]|\\[\[\]])+)\](?:\[((?:[^\[\]\n]|\\[\[\]])*)\])?")

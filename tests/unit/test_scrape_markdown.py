@@ -104,6 +104,15 @@ def test_plain_text_drops_targets_of_links_with_brackets_spaces_and_nested_image
     assert text.split() == ["[pdf]", "Title", "[v2]", "x", "b"]  # literal brackets are text a reader sees
 
 
+def test_plain_text_drops_an_image_whose_alt_text_runs_over_lines() -> None:
+    # html-to-markdown keeps an alt attribute's line breaks (the Rust book's figures); CommonMark reads
+    # it as one image, so its alt text is not page text. A blank line ends it: that is no image.
+    text = markdown_to_text(
+        "Before\n\n![Two tables: s1 on the\nstack and the heap](https://x/t.svg)\n\nAfter ![a\n\nb](u)"
+    )
+    assert text.split() == ["Before", "After", "![a", "b]"]
+
+
 def test_plain_text_keeps_brackets_that_are_not_links_without_gluing_words() -> None:
     text = markdown_to_text(
         "Press [CTRL][ALT][DEL] now. A dependency[[1]](https://x.org/#c1) and [a ref][r], [r] and [none][x].\n\n"
