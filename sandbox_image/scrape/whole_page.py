@@ -13,7 +13,8 @@ Both chosen by site-grouped cross-validation on the WCXB development pages outsi
 (docs/scrape-quality.md, round 5). Before them (round 6), **code, table cells and headings
 between kept blocks** follow their neighbours from a lower probability (`follow_neighbours`): a
 long listing or a parameter table the model puts just under the threshold, or a section heading
-between kept paragraphs, is part of the run it sits in; and (round 17) **hidden tab panels follow
+between kept paragraphs, is part of the run it sits in (a tab strip's labels in between do not
+break the run, round 26); and (round 17) **hidden tab panels follow
 the one shown** (`hidden_tabs_follow`): the reader opens a product's specifications or a
 tutorial's other language with a click, so when the visible panel's content is kept, the hidden
 panels beside it are kept too. Nothing here names a site or reads a reference text.
@@ -21,6 +22,7 @@ panels beside it are kept too. Nothing here names a site or reads a reference te
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from sandbox_image.scrape.blocks import Block
@@ -32,10 +34,20 @@ GROUP_MIN_BLOCKS = 3  # a template slot needs this many blocks to count as a gro
 GROUP_MAJORITY = 0.5  # share of a group's words kept from which the whole group is kept
 CODE_PAGE_SHARE = 0.05  # share of the page's words in code blocks from which repeats are all kept
 FOLLOW_PROBABILITY = 0.2  # a code block, table cell or heading between kept blocks is kept from this probability
+# A dropped tab label (a navigation aid of at most this many words) between a kept paragraph and the code
+# of the shown tab does not stop the code following (round 26): "Bash PowerShell npm Cargo" above
+# `sh <(curl …)` is the tab strip, not the content the code belongs to.
+TAB_LABEL_WORDS = 3
+TAB_LABEL_LOG_WORDS = math.log1p(TAB_LABEL_WORDS) + 1e-9  # features.py stores log1p(words)
 
 
 def _is_code(row: Mapping[str, float]) -> bool:
     return row.get("pre", 0.0) > 0 or row.get("in_code", 0.0) > 0
+
+
+def _is_tab_label(row: Mapping[str, float]) -> bool:
+    """A short block among navigation aids (structure.py's role words): a tab strip's label."""
+    return row.get("role_nav_aid", 0.0) > 0 and row.get("log_words", math.inf) <= TAB_LABEL_LOG_WORDS
 
 
 def _is_cell(row: Mapping[str, float]) -> bool:
@@ -46,14 +58,15 @@ def follow_neighbours(
     mask: Sequence[bool], probabilities: Sequence[float], rows: Sequence[Mapping[str, float]]
 ) -> list[bool]:
     """Keep a dropped code block or table cell (FOLLOW_PROBABILITY or more) when, on both sides, the
-    nearest block that is not another dropped code block or cell is kept (so a code block right above
-    a table follows with it), and likewise a heading between two kept blocks (or first on the page,
-    before a kept one). Only adds; judged on the flags as they were (no chains)."""
+    nearest block that is not another dropped code block, cell or tab label is kept (so a code block right
+    above a table follows with it, and the shown tab's code below its tab strip), and likewise a heading
+    between two kept blocks (or first on the page, before a kept one). Only adds; judged on the flags as
+    they were (no chains)."""
     out = list(mask)
     n = len(mask)
 
     def follower(j: int) -> bool:
-        return not mask[j] and (_is_code(rows[j]) or _is_cell(rows[j]))
+        return not mask[j] and (_is_code(rows[j]) or _is_cell(rows[j]) or _is_tab_label(rows[j]))
 
     for i in range(n):
         if mask[i] or probabilities[i] < FOLLOW_PROBABILITY:

@@ -124,6 +124,26 @@ def test_code_cells_and_headings_between_kept_blocks_follow_them() -> None:
     ]
 
 
+def test_the_shown_tabs_code_follows_past_its_tab_strip() -> None:
+    # v2.tauri.app/start (dev-300 0677): a kept paragraph, the tab strip (first label kept, the rest
+    # dropped), the shown tab's command at 0.34, then kept prose: the labels are no content of their own
+    prose, code = {"para": 1.0}, {"pre": 1.0}
+    label = {"li": 1.0, "role_nav_aid": 0.8, "log_words": math.log1p(1)}
+    rows = [prose, label, label, label, code, prose]
+    mask = [True, True, False, False, False, True]
+    probabilities = [0.9, 0.59, 0.44, 0.31, 0.34, 0.94]
+    assert whole_page.follow_neighbours(mask, probabilities, rows) == [True, True, False, False, True, True]
+    # a navigation aid that is more than a label (a filter's sentence) still breaks the run
+    wordy = {"role_nav_aid": 0.8, "log_words": math.log1p(whole_page.TAB_LABEL_WORDS + 1)}
+    rows = [prose, wordy, code, prose]
+    assert whole_page.follow_neighbours([True, False, False, True], [0.9, 0.3, 0.34, 0.9], rows) == [
+        True,
+        False,
+        False,
+        True,
+    ]
+
+
 def test_follow_neighbours_needs_some_probability_and_only_adds() -> None:
     rows = [{"para": 1.0}, {"pre": 1.0}, {"para": 1.0}, {"heading": 1.0}]
     assert whole_page.follow_neighbours([True, False, True, False], [0.9, 0.19, 0.9, 0.9], rows) == [
