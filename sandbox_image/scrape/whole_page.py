@@ -8,7 +8,9 @@ threshold; two judgements only make sense for the page as a whole:
 - **repeats once, except on code pages**: a kept text repeated later is kept once (a quoted post,
   a responsive layout's second copy; candidates.drop_repeats), but not on a page where code holds
   CODE_PAGE_SHARE of the words or more: tutorials and references repeat the same steps, comments
-  and sentences in each language's or platform's tab, and their reader wants every tab.
+  and sentences in each language's or platform's tab, and their reader wants every tab (a block
+  that is all links is kept once there too: a table of contents in the sidebar and again above
+  the text, round 26).
 Both chosen by site-grouped cross-validation on the WCXB development pages outside the scored set
 (docs/scrape-quality.md, round 5). Before them (round 6), **code, table cells and headings
 between kept blocks** follow their neighbours from a lower probability (`follow_neighbours`): a
@@ -33,6 +35,7 @@ from sandbox_image.scrape.structure import tab_panel
 GROUP_MIN_BLOCKS = 3  # a template slot needs this many blocks to count as a group
 GROUP_MAJORITY = 0.5  # share of a group's words kept from which the whole group is kept
 CODE_PAGE_SHARE = 0.05  # share of the page's words in code blocks from which repeats are all kept
+REPEATED_LINKS_DENSITY = 0.99  # ... all but those this much link text: a second copy of a table of contents
 FOLLOW_PROBABILITY = 0.2  # a code block, table cell or heading between kept blocks is kept from this probability
 # A dropped tab label (a navigation aid of at most this many words) between a kept paragraph and the code
 # of the shown tab does not stop the code following (round 26): "Bash PowerShell npm Cargo" above
@@ -143,6 +146,12 @@ def finish(
 ) -> list[bool]:
     """The chosen threshold's kept flags after the whole-page rules (template majority, then repeats)."""
     flags = template_majority(mask, paths, words)
+    once = drop_repeats(flags, texts)
     if code_share(rows, words) < CODE_PAGE_SHARE:
-        flags = drop_repeats(flags, texts)
-    return flags
+        return once
+    # A code page keeps its repeated steps, but a block that is all links said twice is a table of
+    # contents or menu laid out twice (round 26): kept once there too.
+    return [
+        kept_once or (kept and row.get("link_density", 0.0) < REPEATED_LINKS_DENSITY)
+        for kept, kept_once, row in zip(flags, once, rows, strict=True)
+    ]

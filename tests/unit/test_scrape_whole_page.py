@@ -52,6 +52,18 @@ def test_repeats_are_kept_once_except_on_a_page_heavy_with_code() -> None:
     assert whole_page.finish([True] * 4, texts, paths, words, code) == [True] * 4  # every tab's copy stays
 
 
+def test_a_table_of_contents_said_twice_is_kept_once_even_on_a_code_page() -> None:
+    # docs.sqlalchemy.org (dev-300 0664): the page's contents in the sidebar and again above the text;
+    # the steps repeated in each tab stay, the links said twice do not
+    toc, step = "Declare Models Create an Engine", "Set the environment variables first"
+    texts = [toc, step, "x = 1", toc, step, "y = 2"]
+    paths = [("ul", "li"), ("p",), ("pre",), ("ul", "li"), ("p",), ("pre",)]
+    links, para, pre = {"link_density": 1.0, "li": 1.0}, {"para": 1.0}, {"pre": 1.0}
+    rows = [links, para, pre, links, para, pre]
+    words = [5, 5, 3, 5, 5, 3]
+    assert whole_page.finish([True] * 6, texts, paths, words, rows) == [True, True, True, False, True, True]
+
+
 def _certain(probability: float) -> Forest:
     """A block model without trees: every block gets `probability`."""
     return Forest(("x",), math.log(probability / (1 - probability)), (), 0.5, {})
