@@ -35,7 +35,7 @@ from sandbox_image.scrape.structure import tab_panel
 GROUP_MIN_BLOCKS = 3  # a template slot needs this many blocks to count as a group
 GROUP_MAJORITY = 0.5  # share of a group's words kept from which the whole group is kept
 CODE_PAGE_SHARE = 0.05  # share of the page's words in code blocks from which repeats are all kept
-REPEATED_LINKS_DENSITY = 0.99  # ... all but those this much link text: a second copy of a table of contents
+REPEATED_LINKS_DENSITY = 0.99  # on code pages too, a repeat this much link text is kept once (a contents list twice)
 FOLLOW_PROBABILITY = 0.2  # a code block, table cell or heading between kept blocks is kept from this probability
 # A dropped tab label (a navigation aid of at most this many words) between a kept paragraph and the code
 # of the shown tab does not stop the code following (round 26): "Bash PowerShell npm Cargo" above
