@@ -41,7 +41,7 @@ from sandbox_image.scrape.post_furniture import furniture_blocks
 from sandbox_image.scrape.structure import FEATURES as STRUCTURE_FEATURES
 from sandbox_image.scrape.structure import template_path
 from sandbox_image.scrape.voters import run_voters
-from sandbox_image.scrape.whole_page import finish, follow_neighbours, hidden_tabs_follow
+from sandbox_image.scrape.whole_page import drop_page_contents, finish, follow_neighbours, hidden_tabs_follow
 
 MIN_WORDS = 20
 MIN_SHARE = 0.05
@@ -117,6 +117,7 @@ def select_blocks(
     flags = follow_neighbours([p >= THRESHOLDS[chosen] for p in probabilities], probabilities, rows)
     flags = hidden_tabs_follow(flags, blocks)
     flags = finish(flags, texts, paths, words, rows)
+    flags = drop_page_contents(flags, blocks, rows, words)
     furniture = furniture_blocks(document.root, blocks)
     kept = {b.index for b, k in zip(blocks, flags, strict=True) if k and b.index not in furniture}
     kept = _whole_tables(blocks, kept, furniture)

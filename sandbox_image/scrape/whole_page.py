@@ -10,7 +10,9 @@ threshold; two judgements only make sense for the page as a whole:
   CODE_PAGE_SHARE of the words or more: tutorials and references repeat the same steps, comments
   and sentences in each language's or platform's tab, and their reader wants every tab (a block
   that is all links is kept once there too: a table of contents in the sidebar and again above
-  the text, round 26).
+  the text, round 26); and **a code page's own table of contents goes** (`drop_page_contents`, round
+  27): links that each go to a fragment and say one of the page's headings ("On this page", the
+  sidebar's in-page list) repeat the headings the reader already has.
 Both chosen by site-grouped cross-validation on the WCXB development pages outside the scored set
 (docs/scrape-quality.md, round 5). Before them (round 6), **code, table cells and headings
 between kept blocks** follow their neighbours from a lower probability (`follow_neighbours`): a
@@ -25,6 +27,7 @@ panels beside it are kept too. Nothing here names a site or reads a reference te
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 from sandbox_image.scrape.blocks import Block
@@ -36,6 +39,7 @@ GROUP_MIN_BLOCKS = 3  # a template slot needs this many blocks to count as a gro
 GROUP_MAJORITY = 0.5  # share of a group's words kept from which the whole group is kept
 CODE_PAGE_SHARE = 0.05  # share of the page's words in code blocks from which repeats are all kept
 REPEATED_LINKS_DENSITY = 0.99  # on code pages too, a repeat this much link text is kept once (a contents list twice)
+CONTENTS_TITLE_WORDS = 4  # a heading this short right above a dropped table of contents is its title
 FOLLOW_PROBABILITY = 0.2  # a code block, table cell or heading between kept blocks is kept from this probability
 # A dropped tab label (a navigation aid of at most this many words) between a kept paragraph and the code
 # of the shown tab does not stop the code following (round 26): "Bash PowerShell npm Cargo" above
@@ -135,6 +139,42 @@ def code_share(rows: Sequence[Mapping[str, float]], words: Sequence[int]) -> flo
         return 0.0
     code = sum(w for row, w in zip(rows, words, strict=True) if row.get("in_code", 0.0) > 0 or row.get("pre", 0.0) > 0)
     return code / total
+
+
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+def _plain(text: str) -> str:
+    """A heading as a link to it says it: case, pilcrows, emoji and "#" marks aside."""
+    return _NOT_WORD.sub(" ", text.lower()).strip()
+
+
+def drop_page_contents(
+    mask: Sequence[bool], blocks: Sequence[Block], rows: Sequence[Mapping[str, float]], words: Sequence[int]
+) -> list[bool]:
+    """On a code page, drop the kept blocks that are an in-page table of contents, and its short heading.
+
+    A block is one when it is all links (REPEATED_LINKS_DENSITY) and every link goes to a fragment and
+    says the text of a heading of the page; a heading of CONTENTS_TITLE_WORDS words or fewer right above
+    such a run ("On this page", "In this article") goes with it. Elsewhere the page's contents stay: the
+    references of articles keep their "Contents" boxes (round 15)."""
+    if code_share(rows, words) < CODE_PAGE_SHARE:
+        return list(mask)
+    headings = {_plain(b.text) for b in blocks if b.heading} - {""}
+    contents: set[int] = set()
+    for i, (block, keep) in enumerate(zip(blocks, mask, strict=True)):
+        if not keep or block.heading or not block.words or block.link_density < REPEATED_LINKS_DENSITY:
+            continue
+        links = [a for a in block.element.iter("a") if a.text_content().strip()]
+        if links and all("#" in (a.get("href") or "") and _plain(a.text_content()) in headings for a in links):
+            contents.add(i)
+    for i in sorted(contents):
+        above = i - 1
+        if above not in contents and above >= 0 and mask[above]:
+            title = blocks[above]
+            if title.heading and title.words <= CONTENTS_TITLE_WORDS:
+                contents.add(above)
+    return [keep and i not in contents for i, keep in enumerate(mask)]
 
 
 def finish(

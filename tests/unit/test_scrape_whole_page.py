@@ -226,3 +226,43 @@ def test_select_blocks_brings_the_hidden_panel_of_a_kept_tab_set() -> None:
         selection.probabilities[[b.text for b in selection.blocks].index("Width 140 cm, depth 70 cm, height 75 cm.")]
         < 0.5
     )
+
+
+CONTENTS = """<html><body><main><h1>ORM Quick Start</h1>
+<h2>On this page</h2><ul><li><a href="#declare-models">Declare Models</a></li>
+<li><a href="#create-an-engine">Create an Engine ⚙️</a></li></ul>
+<ul><li><a href="/orm/next.html#top">Next: Querying</a></li></ul>
+<h2>Declare Models<a href="#declare-models">¶</a></h2><p>Declare the models the tables are mapped to.</p>
+{}<h2>Create an Engine</h2><p>The engine is the source of database connections.</p>
+</main></body></html>"""
+
+
+def test_a_code_pages_own_table_of_contents_goes_with_its_title() -> None:
+    # docs.sqlalchemy.org (dev-300 0664), MDN's "In this article", Docusaurus's right column: links to the
+    # page's fragments that say its headings, on a page with code; the headings themselves stay
+    voters = {"trafilatura": "", "resiliparse": ""}
+    code_page = choose_document(CONTENTS.format("<pre>engine = create_engine(url)\nBase.metadata.create_all()</pre>"))
+    selection = select_blocks(code_page, "https://example.org/", models=(_certain(0.9),), voter_texts=voters)
+    kept = [b.text for b in selection.blocks if b.index in selection.kept]
+    assert not any(text in kept for text in ("On this page", "Declare Models", "Create an Engine ⚙️"))
+    assert "Next: Querying" in kept  # a link to another page is not the page's contents
+    assert {"ORM Quick Start", "Create an Engine"} <= set(kept) and any(t.startswith("Declare Models") for t in kept)
+    # Without code (an article's "Contents" box, which WCXB's references keep) the contents stay.
+    prose_page = choose_document(CONTENTS.format(""))
+    selection = select_blocks(prose_page, "https://example.org/", models=(_certain(0.9),), voter_texts=voters)
+    kept = [b.text for b in selection.blocks if b.index in selection.kept]
+    assert {"On this page", "Declare Models", "Create an Engine ⚙️"} <= set(kept)
+
+
+def test_drop_page_contents_only_takes_from_what_is_kept() -> None:
+    code_page = choose_document(CONTENTS.format("<pre>engine = create_engine(url)</pre>"))
+    blocks = segment(code_page.root)
+    rows = [{"pre": 1.0} if b.tag == "pre" else {} for b in blocks]
+    words = [b.words for b in blocks]
+    assert whole_page.drop_page_contents([False] * len(blocks), blocks, rows, words) == [False] * len(blocks)
+    flags = whole_page.drop_page_contents([True] * len(blocks), blocks, rows, words)
+    assert [b.text for b, keep in zip(blocks, flags, strict=True) if not keep] == [
+        "On this page",
+        "Declare Models",
+        "Create an Engine ⚙️",
+    ]
