@@ -9,9 +9,11 @@ Rules on top of the per-block decisions, each a whole-page judgement:
   (whole_page.follow_neighbours); hidden tab panels beside a kept, visible one are kept with it
   (whole_page.hidden_tabs_follow: the reader opens them with a click);
 - a template slot whose words are mostly kept is kept whole, and a text kept twice (a quoted post,
-  a layout's second copy) is kept once except on pages heavy with code (whole_page.finish);
+  a layout's second copy) is kept once except on pages heavy with code (whole_page.finish), and a
+  code page's own table of contents is dropped (whole_page.drop_page_contents);
 - the per-post furniture of forum and Q&A platforms (the author's statistics, title, signature),
-  where it comes back post after post, is dropped (post_furniture.py);
+  where it comes back post after post, is dropped (post_furniture.py), and so is a breadcrumb trail
+  (breadcrumbs.py);
 - a table is kept or dropped whole (by whether most of its words were kept, furniture not counted),
   since half a table reads as nonsense;
 - images are kept when they sit in the flow of the main content: inside a kept block, or between
@@ -32,6 +34,7 @@ from lxml.html import HtmlElement
 
 from sandbox_image.scrape.align import kept_blocks
 from sandbox_image.scrape.blocks import BLOCK_TAGS, Block, segment
+from sandbox_image.scrape.breadcrumbs import breadcrumb_blocks
 from sandbox_image.scrape.candidates import CANDIDATES, DEFAULT, THRESHOLDS, choose
 from sandbox_image.scrape.document import Document
 from sandbox_image.scrape.features import block_features
@@ -120,6 +123,7 @@ def select_blocks(
     flags = drop_page_contents(flags, blocks, rows, words)
     furniture = furniture_blocks(document.root, blocks)
     kept = {b.index for b, k in zip(blocks, flags, strict=True) if k and b.index not in furniture}
+    kept -= breadcrumb_blocks(blocks, kept)
     kept = _whole_tables(blocks, kept, furniture)
     selection = Selection(blocks, probabilities, kept, fallback=False, candidate=CANDIDATES[chosen])
     if implausibly_short(selection.kept_words, selection.page_words) or (
