@@ -82,6 +82,10 @@ class DockerBackend(SandboxBackend):
         self.settings = settings
         self.client = client or docker_client()
         self._network_lock = threading.Lock()
+        # Guards this process started and has not read yet: the reaper's sweep runs in another thread
+        # every reap interval and must not take a just-finished guard whose report is being read.
+        self._guards_in_flight: set[str] = set()
+        self._guards_lock = threading.Lock()
         self.disks = WorkspaceDisks(
             self.client,
             settings.workspace_quota,
@@ -231,6 +235,17 @@ class DockerBackend(SandboxBackend):
         out of its reach. Raises SANDBOX_START_FAILED with netguard's message when it fails.
         """
         name = opaque_name("netguard-")
+        with self._guards_lock:
+            self._guards_in_flight.add(name)
+        try:
+            return self._run_guard(name, sandbox_id, container_id, image, policy, server_id)
+        finally:
+            with self._guards_lock:
+                self._guards_in_flight.discard(name)
+
+    def _run_guard(
+        self, name: str, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str
+    ) -> str:
         try:
             guard = self.client.containers.run(
                 image,
@@ -281,7 +296,8 @@ class DockerBackend(SandboxBackend):
 
     def _remove_leftover_guards(self, server_id: str, grace_s: float) -> None:
         """Finished guards of a server killed while one ran: ours, and others' finished `grace_s` ago
-        (a live server may be reading its guard's report right now; running guards are never touched).
+        (a live server may be reading its guard's report right now; running guards are never touched,
+        nor are those this process is still reading: the sweep runs beside it every reap interval).
         Ours means this identity *and* this instance: on a swarm, servers on other hosts may share the
         identity, and one of them may be reading its just-finished guard on this node."""
         found = self.client.containers.list(
@@ -293,7 +309,11 @@ class DockerBackend(SandboxBackend):
             },
         )
         now = datetime.now(UTC)
+        with self._guards_lock:
+            reading = set(self._guards_in_flight)
         for c in found:
+            if c.name in reading:  # this process is reading its report right now
+                continue
             finished = _docker_time(c.attrs.get("State", {}).get("FinishedAt"))
             ours = c.labels.get(labels.SERVER) == server_id and c.labels.get(labels.INSTANCE) == self.settings.instance
             if ours or (finished and now - finished > timedelta(seconds=grace_s)):

@@ -196,9 +196,11 @@ def test_the_guard_sweep_takes_only_this_instances_finished_guards_at_once(
     ns = f"{namespace}-guards"
     backend = DockerBackend(Settings(namespace=ns, state_dir=tmp_path / "state", instance_id="host-a"), docker_client)
 
-    def finished_guard(server: str, instance: str) -> str:
+    def finished_guard(server: str, instance: str, name: str | None = None) -> str:
         tags = {labels.NAMESPACE: ns, labels.ROLE: "netguard", labels.SERVER: server, labels.INSTANCE: instance}
-        c = docker_client.containers.run(image, entrypoint=["true"], detach=True, network_mode="none", labels=tags)
+        c = docker_client.containers.run(
+            image, entrypoint=["true"], detach=True, network_mode="none", labels=tags, name=name
+        )
         assert c.wait(timeout=60)["StatusCode"] == 0
         return c.id or ""
 
@@ -210,10 +212,18 @@ def test_the_guard_sweep_takes_only_this_instances_finished_guards_at_once(
         ours = finished_guard("srv-x", "host-a")
         same_identity_other_host = finished_guard("srv-x", "host-b")
         other_server = finished_guard("srv-y", "host-a")
-        assert left() == {ours, same_identity_other_host, other_server}
+        # One of ours that this process is still reading (its guard exited, its report not read yet): the
+        # reaper sweeps every interval beside the start that ran it, and took it once (CI, session 27).
+        reading_name = f"{ns}-reading"
+        reading = finished_guard("srv-x", "host-a", name=reading_name)
+        backend._guards_in_flight.add(reading_name)
+        assert left() == {ours, same_identity_other_host, other_server, reading}
         backend.sweep_leftovers("srv-x", set(), grace_s=600)
-        assert left() == {same_identity_other_host, other_server}
+        assert left() == {same_identity_other_host, other_server, reading}
         backend.sweep_leftovers("srv-x", set(), grace_s=0)  # past the grace, anyone's finished guard goes
+        assert left() == {reading}
+        backend._guards_in_flight.discard(reading_name)  # read: a leftover like any other now
+        backend.sweep_leftovers("srv-x", set(), grace_s=600)
         assert left() == set()
     finally:
         remove_namespace(docker_client, ns)
