@@ -238,14 +238,12 @@ class DockerBackend(SandboxBackend):
         with self._guards_lock:
             self._guards_in_flight.add(name)
         try:
-            return self._run_guard(name, sandbox_id, container_id, image, policy, server_id)
+            return self._run_guard(name, container_id, image, policy, server_id)
         finally:
             with self._guards_lock:
                 self._guards_in_flight.discard(name)
 
-    def _run_guard(
-        self, name: str, sandbox_id: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str
-    ) -> str:
+    def _run_guard(self, name: str, container_id: str, image: str, policy: NetworkPolicy, server_id: str) -> str:
         try:
             guard = self.client.containers.run(
                 image,

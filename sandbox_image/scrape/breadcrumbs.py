@@ -23,15 +23,21 @@ TRAIL_MAX_WORDS = 50
 _MARK = re.compile(r"breadcrumb", re.IGNORECASE)
 
 
-def _is_trail(element: HtmlElement) -> bool:
-    label = " ".join(element.get(name) or "" for name in ("class", "id", "aria-label"))
-    return bool(_MARK.search(label)) and len(element.text_content().split()) <= TRAIL_MAX_WORDS
+def _is_trail(element: HtmlElement, seen: dict[HtmlElement, bool]) -> bool:
+    """Memoised per element: a page-wide container is read once, not once per block inside it."""
+    known = seen.get(element)
+    if known is None:
+        label = " ".join(element.get(name) or "" for name in ("class", "id", "aria-label"))
+        known = bool(_MARK.search(label)) and len(element.text_content().split()) <= TRAIL_MAX_WORDS
+        seen[element] = known
+    return known
 
 
 def breadcrumb_blocks(blocks: Sequence[Block], kept: set[int]) -> set[int]:
     """Indices of the kept blocks that sit inside a breadcrumb trail."""
+    seen: dict[HtmlElement, bool] = {}  # keyed by the element (kept alive), never by id()
     return {
         b.index
         for b in blocks
-        if b.index in kept and any(_is_trail(e) for e in (b.element, *b.element.iterancestors()))
+        if b.index in kept and any(_is_trail(e, seen) for e in (b.element, *b.element.iterancestors()))
     }
