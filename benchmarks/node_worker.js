@@ -18,30 +18,46 @@ const quiet = new VirtualConsole();
 function textOf(html) {
   if (!html) return "";
   const dom = new JSDOM(`<body>${html}</body>`, { virtualConsole: quiet });
-  const body = dom.window.document.body;
-  // innerText is not implemented by jsdom: put block boundaries in by hand.
-  for (const el of body.querySelectorAll("p,div,li,h1,h2,h3,h4,h5,h6,tr,br,pre,blockquote,section,article,table,dd,dt")) {
-    el.insertAdjacentText("beforebegin", "\n");
-    el.insertAdjacentText("afterend", "\n");
+  return closing(dom, () => {
+    const body = dom.window.document.body;
+    // innerText is not implemented by jsdom: put block boundaries in by hand.
+    for (const el of body.querySelectorAll("p,div,li,h1,h2,h3,h4,h5,h6,tr,br,pre,blockquote,section,article,table,dd,dt")) {
+      el.insertAdjacentText("beforebegin", "\n");
+      el.insertAdjacentText("afterend", "\n");
+    }
+    for (const el of body.querySelectorAll("td,th")) el.insertAdjacentText("afterend", " ");
+    return body.textContent.replace(/[ \t]+/g, " ").replace(/\n\s*\n+/g, "\n\n").trim();
+  });
+}
+
+// A window left open keeps its document alive (the worker's memory grew page after page); close
+// each one when its answer is read. The driver also replaces the worker every 100 pages.
+async function closing(dom, use) {
+  try {
+    return await use();
+  } finally {
+    dom.window.close();
   }
-  for (const el of body.querySelectorAll("td,th")) el.insertAdjacentText("afterend", " ");
-  return body.textContent.replace(/[ \t]+/g, " ").replace(/\n\s*\n+/g, "\n\n").trim();
 }
 
 const systems = {
   "mozilla-readability": async (html, url) => {
     const { Readability } = require("@mozilla/readability");
     const dom = new JSDOM(html, { url: url || "http://localhost/", virtualConsole: quiet });
-    const article = new Readability(dom.window.document).parse();
-    return article ? textOf(article.content) : "";
+    return closing(dom, () => {
+      const article = new Readability(dom.window.document).parse();
+      return article ? textOf(article.content) : "";
+    });
   },
   defuddle: async (html, url) => {
     // An ES module only, and ES imports ignore NODE_PATH: import it by file.
     const dir = path.join(path.dirname(require.resolve("defuddle")), "..");
     const { Defuddle } = await import(url_.pathToFileURL(path.join(dir, "dist", "node.js")).href);
     const dom = new JSDOM(html, { url: url || "http://localhost/", virtualConsole: quiet });
-    const result = await Defuddle(dom, url || "http://localhost/");
-    return result && result.content ? textOf(result.content) : "";
+    return closing(dom, async () => {
+      const result = await Defuddle(dom, url || "http://localhost/");
+      return result && result.content ? textOf(result.content) : "";
+    });
   },
 };
 

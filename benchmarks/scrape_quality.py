@@ -29,6 +29,7 @@ import contextlib
 import gzip
 import json
 import os
+import queue
 import re
 import statistics
 import subprocess
@@ -300,6 +301,16 @@ def load_outputs(cache: Path, split: str, system: str) -> dict[str, dict[str, An
     return answers
 
 
+# Worker pages per process: jsdom's heap grows page after page (8 GB after ~230 dev-rest pages,
+# round 28), so a worker is replaced after this many pages.
+WORKER_PAGES = 100
+# Past a page's in-worker timeouts (each worker bounds a system at 30 s) plus this grace, the worker
+# is taken to hang (jsdom's synchronous parse cannot be interrupted from inside) and is killed; the
+# page scores 0 for the systems that did not answer.
+WORKER_SYSTEM_S = 30.0
+WORKER_GRACE_S = 30.0
+
+
 def run_worker(
     command: list[str],
     systems: tuple[str, ...],
@@ -307,36 +318,89 @@ def run_worker(
     cache: Path,
     split: str,
     env: dict[str, str] | None = None,
+    page_deadline_s: float | None = None,
+    pages_per_worker: int = WORKER_PAGES,
 ) -> None:
-    """Run a worker over the pages whose outputs are not cached yet; answers are appended."""
+    """Run a worker over the pages whose outputs are not cached yet; answers are appended.
+
+    One page is in flight at a time, so a worker that hangs on a page is killed at that page's
+    deadline and a fresh one carries on from the next page; workers are also replaced every
+    `pages_per_worker` pages so a leaking one never slows the run down."""
     missing = [p for p in pages if any(p.file_id not in load_outputs(cache, split, s) for s in systems)]
     if not missing:
         return
     print(f"{' '.join(systems)}: {len(missing)} pages", file=sys.stderr)
-    jobs = "".join(json.dumps({"id": p.file_id, "path": str(p.html_path), "url": p.url}) + "\n" for p in missing)
     outputs_path(cache, split, systems[0]).parent.mkdir(parents=True, exist_ok=True)
     files = {s: outputs_path(cache, split, s).open("a", encoding="utf-8") for s in systems}
-    with subprocess.Popen(
+    deadline_s = page_deadline_s or WORKER_SYSTEM_S * len(systems) + WORKER_GRACE_S
+    try:
+        for start in range(0, len(missing), pages_per_worker):
+            todo = list(missing[start : start + pages_per_worker])
+            while todo:
+                todo = _worker_batch(command, systems, todo, files, deadline_s, env)
+    finally:
+        for f in files.values():
+            f.close()
+
+
+def _worker_batch(
+    command: list[str],
+    systems: tuple[str, ...],
+    pages: list[Page],
+    files: dict[str, Any],
+    deadline_s: float,
+    env: dict[str, str] | None,
+) -> list[Page]:
+    """One worker process over `pages`, a page at a time; returns the pages it did not reach
+    (after it hung or died, with the page it was on recorded as failed)."""
+    proc = subprocess.Popen(
         [*command, *systems],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, **(env or {})},
-    ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None
-        stdin = proc.stdin
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+    stdout = proc.stdout
 
-        def feed() -> None:  # in a thread: the jobs can outgrow the pipe while answers come back
-            stdin.write(jobs)
-            stdin.close()
+    def read() -> None:  # in a thread: so the wait for an answer can end at a deadline
+        for line in stdout:
+            lines.put(line)
+        lines.put(None)
 
-        feeder = threading.Thread(target=feed, daemon=True)
-        feeder.start()
-        for line in proc.stdout:
-            answer = json.loads(line)
-            files[answer["system"]].write(json.dumps(answer) + "\n")
-    for f in files.values():
-        f.close()
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        for n, page in enumerate(pages):
+            pending = set(systems)
+            try:
+                proc.stdin.write(json.dumps({"id": page.file_id, "path": str(page.html_path), "url": page.url}) + "\n")
+                proc.stdin.flush()
+            except OSError:  # the worker is gone: this page fails below, a new worker takes the rest
+                pass
+            until = time.monotonic() + deadline_s
+            while pending:
+                try:
+                    line = lines.get(timeout=max(0.0, until - time.monotonic()))
+                    why = "worker exited"  # if its output has ended
+                except queue.Empty:
+                    line, why = None, "no answer in time: worker killed"
+                if line is None:
+                    for system in sorted(pending):
+                        files[system].write(json.dumps({"id": page.file_id, "system": system, "error": why}) + "\n")
+                        files[system].flush()
+                    print(f"{page.file_id}: {why}; a new worker takes the rest", file=sys.stderr)
+                    return pages[n + 1 :]
+                answer = json.loads(line)
+                pending.discard(answer["system"])
+                files[answer["system"]].write(json.dumps(answer) + "\n")
+                files[answer["system"]].flush()
+        return []
+    finally:
+        proc.kill()
+        proc.wait()
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
 
 
 def run_baselines(

@@ -185,3 +185,43 @@ def test_training_leaves_out_pages_that_are_a_measured_pages_document(
     )
     rows, pages, split_of = scrape_quality.training_rows(args)
     assert rows == ["2864", "2901"] and [p.file_id for p in pages] == rows and split_of == dict.fromkeys(rows, "rest")
+
+
+FAKE_WORKER = """
+import json, os, sys, time
+for line in sys.stdin:
+    job = json.loads(line)
+    if job["id"] == "hangs":
+        time.sleep(60)
+    if job["id"] == "dies":
+        sys.exit(3)
+    for name in sys.argv[1:]:
+        print(json.dumps({"id": job["id"], "system": name, "text": str(os.getpid()), "ms": 1}), flush=True)
+"""
+
+
+def test_a_baseline_worker_that_hangs_or_dies_costs_one_page_and_is_replaced(tmp_path: Path) -> None:
+    """Round 28's Defuddle run hung on a page and slowed to a page a minute; the driver now kills a
+    worker at a page's deadline, starts another from the next page, and replaces workers as it goes."""
+    worker = tmp_path / "worker.py"
+    worker.write_text(FAKE_WORKER)
+    ids = ["p1", "p2", "hangs", "p3", "dies", "p4", "p5", "p6", "p7"]
+    pages = [page(i, "article") for i in ids]
+    scrape_quality.run_worker(
+        [sys.executable, str(worker)], ("a", "b"), pages, tmp_path, "split", page_deadline_s=2, pages_per_worker=3
+    )
+    for system in ("a", "b"):
+        answers = scrape_quality.load_outputs(tmp_path, "split", system)
+        assert sorted(answers) == sorted(ids)
+        assert answers["hangs"]["error"] == "no answer in time: worker killed"
+        assert answers["dies"]["error"] == "worker exited"
+        assert all("error" not in answers[i] for i in ids if i not in ("hangs", "dies"))
+    pids = {
+        i: scrape_quality.load_outputs(tmp_path, "split", "a")[i]["text"] for i in ids if i not in ("hangs", "dies")
+    }
+    # [p1 p2 hangs] one worker; [p3 dies p4]: p3's, then p4's after the death; [p5 p6 p7] a fresh one.
+    assert pids["p1"] == pids["p2"]
+    assert len({pids["p1"], pids["p3"], pids["p4"], pids["p5"]}) == 4
+    assert pids["p5"] == pids["p6"] == pids["p7"]
+    # A second run finds every answer cached and starts no worker at all.
+    scrape_quality.run_worker(["/nonexistent"], ("a", "b"), pages, tmp_path, "split")
