@@ -4,7 +4,7 @@
 //
 // Needs `npm install @mozilla/readability defuddle jsdom` somewhere (NODE_PATH points there).
 // Job and answer lines are those of scrape_baselines.py. Scripts on the page never run (jsdom's
-// default), and jsdom is given no resource loader, so nothing is fetched.
+// default), jsdom is given no resource loader, and fetch refuses: nothing is fetched.
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -14,6 +14,12 @@ const readline = require("readline");
 const { JSDOM, VirtualConsole } = require("jsdom");
 
 const quiet = new VirtualConsole();
+
+// No baseline may reach the network: Defuddle's async extractors fetch (a Reddit page's comments
+// from reddit.com), so fetch refuses here as the Python worker's sockets do.
+globalThis.fetch = async () => {
+  throw new Error("network access is disabled in the benchmark worker");
+};
 
 function textOf(html) {
   if (!html) return "";
