@@ -40,7 +40,7 @@ from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -348,7 +348,7 @@ def _worker_batch(
     command: list[str],
     systems: tuple[str, ...],
     pages: list[Page],
-    files: dict[str, Any],
+    files: dict[str, TextIO],
     deadline_s: float,
     env: dict[str, str] | None,
 ) -> list[Page]:
@@ -370,7 +370,8 @@ def _worker_batch(
             lines.put(line)
         lines.put(None)
 
-    threading.Thread(target=read, daemon=True).start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
         for n, page in enumerate(pages):
             pending = set(systems)
@@ -400,8 +401,10 @@ def _worker_batch(
     finally:
         proc.kill()
         proc.wait()
+        reader.join(timeout=5)  # the pipe ends with the process
         with contextlib.suppress(OSError):
             proc.stdin.close()
+            stdout.close()
 
 
 def run_baselines(
