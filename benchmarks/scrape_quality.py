@@ -308,7 +308,6 @@ WORKER_PAGES = 100
 # is taken to hang (jsdom's synchronous parse cannot be interrupted from inside) and is killed; the
 # page scores 0 for the systems that did not answer. Generous: Defuddle's slowest dev-rest page
 # (2923, a shop's category page) takes 52 s of synchronous parsing on a busy machine and answers.
-WORKER_SYSTEM_S = 30.0
 WORKER_GRACE_S = 90.0
 
 
@@ -333,7 +332,9 @@ def run_worker(
     print(f"{' '.join(systems)}: {len(missing)} pages", file=sys.stderr)
     outputs_path(cache, split, systems[0]).parent.mkdir(parents=True, exist_ok=True)
     files = {s: outputs_path(cache, split, s).open("a", encoding="utf-8") for s in systems}
-    deadline_s = page_deadline_s or WORKER_SYSTEM_S * len(systems) + WORKER_GRACE_S
+    import scrape_baselines  # beside this file; its workers' own bound on one system
+
+    deadline_s = page_deadline_s or scrape_baselines.TIMEOUT_S * len(systems) + WORKER_GRACE_S
     try:
         for start in range(0, len(missing), pages_per_worker):
             todo = list(missing[start : start + pages_per_worker])
@@ -389,22 +390,26 @@ def _worker_batch(
                     line, why = None, "no answer in time: worker killed"
                 if line is None:
                     for system in sorted(pending):
-                        files[system].write(json.dumps({"id": page.file_id, "system": system, "error": why}) + "\n")
-                        files[system].flush()
+                        _keep(files, {"id": page.file_id, "system": system, "error": why})
                     print(f"{page.file_id}: {why}; a new worker takes the rest", file=sys.stderr)
                     return pages[n + 1 :]
                 answer = json.loads(line)
                 pending.discard(answer["system"])
-                files[answer["system"]].write(json.dumps(answer) + "\n")
-                files[answer["system"]].flush()
+                _keep(files, answer)
         return []
     finally:
         proc.kill()
         proc.wait()
         reader.join(timeout=5)  # the pipe ends with the process
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
-            stdout.close()
+        for pipe in (proc.stdin, stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
+def _keep(files: dict[str, TextIO], answer: dict[str, Any]) -> None:
+    """Append an answer to its system's cache file at once, so a run cut short keeps it."""
+    files[answer["system"]].write(json.dumps(answer) + "\n")
+    files[answer["system"]].flush()
 
 
 def run_baselines(
