@@ -47,7 +47,7 @@ def candidate_masks(probabilities: Sequence[float], texts: Sequence[str] | None 
     masks = [[p >= t for p in probabilities] for t in THRESHOLDS]
     if texts is None:
         return masks
-    keys = _repeat_keys(texts)  # once per page, not once per candidate
+    keys = repeat_keys(texts)  # once per page, not once per candidate
     return [_drop_repeated(m, keys) for m in masks]
 
 
@@ -58,10 +58,10 @@ def drop_repeats(mask: Sequence[bool], texts: Sequence[str]) -> list[bool]:
     reader (and the word-level score) wants it once. Chosen by cross-validation on dev-rest
     (docs/scrape-quality.md, round 4).
     """
-    return _drop_repeated(mask, _repeat_keys(texts))
+    return _drop_repeated(mask, repeat_keys(texts))
 
 
-def _repeat_keys(texts: Sequence[str]) -> list[str | None]:
+def repeat_keys(texts: Sequence[str]) -> list[str | None]:
     """Each block's text as its words, or None when too short to count as a repeat."""
     keys: list[str | None] = []
     for text in texts:

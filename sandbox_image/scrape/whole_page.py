@@ -6,7 +6,8 @@ threshold; two judgements only make sense for the page as a whole:
   body of a thread, every card of a listing) are one kind of thing, so when most of a slot's words
   are kept, the slot's other blocks are kept too (a short reply, a card the model was unsure of);
 - **repeats once, except on code pages**: a kept text repeated later is kept once (a quoted post,
-  a responsive layout's second copy; candidates.drop_repeats), but not on a page where code holds
+  a responsive layout's second copy; candidates.drop_repeats; when one copy is a heading and the
+  kept one a contents entry, the heading's copy is the one kept, round 30), but not on a page where code holds
   CODE_PAGE_SHARE of the words or more: tutorials and references repeat the same steps, comments
   and sentences in each language's or platform's tab, and their reader wants every tab (a block
   that is all links is kept once there too: a table of contents in the sidebar and again above
@@ -31,7 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from sandbox_image.scrape.blocks import Block
-from sandbox_image.scrape.candidates import drop_repeats
+from sandbox_image.scrape.candidates import drop_repeats, repeat_keys
 from sandbox_image.scrape.dom import HIDDEN_MARK
 from sandbox_image.scrape.structure import tab_panel
 
@@ -187,11 +188,39 @@ def finish(
     """The chosen threshold's kept flags after the whole-page rules (template majority, then repeats)."""
     flags = template_majority(mask, paths, words)
     once = drop_repeats(flags, texts)
-    if code_share(rows, words) < CODE_PAGE_SHARE:
-        return once
-    # A code page keeps its repeated steps, but a block that is all links said twice is a table of
-    # contents or menu laid out twice (round 26): kept once there too.
-    return [
-        kept_once or (kept and row.get("link_density", 0.0) < REPEATED_LINKS_DENSITY)
-        for kept, kept_once, row in zip(flags, once, rows, strict=True)
-    ]
+    if code_share(rows, words) >= CODE_PAGE_SHARE:
+        # A code page keeps its repeated steps, but a block that is all links said twice is a table of
+        # contents or menu laid out twice (round 26): kept once there too.
+        once = [
+            kept_once or (kept and row.get("link_density", 0.0) < REPEATED_LINKS_DENSITY)
+            for kept, kept_once, row in zip(flags, once, rows, strict=True)
+        ]
+    return headings_keep_their_copy(flags, once, texts, rows)
+
+
+def _is_heading(row: Mapping[str, float]) -> bool:
+    return row.get("heading", 0.0) > 0
+
+
+def headings_keep_their_copy(
+    before: Sequence[bool], after: Sequence[bool], texts: Sequence[str], rows: Sequence[Mapping[str, float]]
+) -> list[bool]:
+    """Of a text kept once, keep the heading's copy (round 30).
+
+    Repeats once keeps the first copy; when that is a contents entry or a teaser's title and a later
+    copy is the section's heading, the markdown lost its outline (182 of dev-rest's 1,197 pages, out of
+    fold). The earlier copy goes instead: the same words, so the same score."""
+    keys = repeat_keys(texts)
+    kept_copy: dict[str, int] = {}
+    for i, (key, keep) in enumerate(zip(keys, after, strict=True)):
+        if key is not None and keep:
+            kept_copy.setdefault(key, i)
+    out = list(after)
+    for i, key in enumerate(keys):
+        if key is None or not before[i] or out[i] or not _is_heading(rows[i]):
+            continue
+        j = kept_copy.get(key)
+        if j is not None and j < i and not _is_heading(rows[j]):
+            out[j], out[i] = False, True
+            kept_copy[key] = i
+    return out

@@ -64,6 +64,48 @@ def test_a_table_of_contents_said_twice_is_kept_once_even_on_a_code_page() -> No
     assert whole_page.finish([True] * 6, texts, paths, words, rows) == [True, True, True, False, True, True]
 
 
+def test_of_a_text_kept_once_the_heading_is_the_copy_kept() -> None:
+    # An article's contents box says each section heading first; repeats once kept the entries and
+    # dropped the headings, so the markdown lost its outline (182 dev-rest pages). Same words either way.
+    first, second = "Why organic pest control matters", "Proper identification of pests"
+    texts = [first, second, first, "Pests are not all alike.", second, "Look closely.", second]
+    paths = [("ul", "li"), ("ul", "li"), ("h2",), ("p",), ("h2",), ("p",), ("h3",)]
+    entry, heading, para = {"link_density": 1.0, "li": 1.0}, {"heading": 1.0}, {"para": 1.0}
+    rows = [entry, entry, heading, para, heading, para, heading]
+    words = [5, 4, 5, 5, 4, 2, 4]
+    kept = whole_page.finish([True] * 7, texts, paths, words, rows)
+    assert kept == [False, False, True, True, True, True, False]  # a heading said twice stays once
+    # only among what was kept: a heading the model dropped does not come back, the entry stays
+    assert whole_page.finish([True, True, False, True, True, True, True], texts, paths, words, rows)[:3] == [
+        True,
+        False,
+        False,
+    ]
+    # two plain copies: the first stays, as before
+    plain = [para] * 7
+    assert whole_page.finish([True] * 7, texts, paths, words, plain)[:3] == [True, True, False]
+
+
+ARTICLE_WITH_CONTENTS = """<html><body><main><h1>Organic pest control</h1>
+<ul class="contents"><li><a href="#why">Why organic pest control matters</a></li>
+<li><a href="#id">Proper identification of pests</a></li></ul>
+<h2 id="why">Why organic pest control matters</h2><p>Sprays kill the insects that eat the pests, too.</p>
+<h2 id="id">Proper identification of pests</h2><p>Most insects in a garden do no harm at all.</p>
+</main></body></html>"""
+
+
+def test_an_articles_markdown_keeps_its_section_headings_after_its_contents() -> None:
+    from sandbox_image.scrape.extract import extract_html
+
+    voters = {"trafilatura": "", "resiliparse": ""}
+    markdown = extract_html(
+        ARTICLE_WITH_CONTENTS, "https://example.org/pests", models=(_certain(0.9),), voter_texts=voters
+    ).markdown
+    assert "## Why organic pest control matters" in markdown
+    assert "## Proper identification of pests" in markdown
+    assert markdown.count("Proper identification of pests") == 1
+
+
 def _certain(probability: float) -> Forest:
     """A block model without trees: every block gets `probability`."""
     return Forest(("x",), math.log(probability / (1 - probability)), (), 0.5, {})
@@ -247,11 +289,13 @@ def test_a_code_pages_own_table_of_contents_goes_with_its_title() -> None:
     assert not any(text in kept for text in ("On this page", "Declare Models", "Create an Engine ⚙️"))
     assert "Next: Querying" in kept  # a link to another page is not the page's contents
     assert {"ORM Quick Start", "Create an Engine"} <= set(kept) and any(t.startswith("Declare Models") for t in kept)
-    # Without code (an article's "Contents" box, which WCXB's references keep) the contents stay.
+    # Without code (an article's "Contents" box, which WCXB's references keep) the contents stay; of an
+    # entry that says a heading word for word (three words or more: a repeat) the heading's copy is kept.
     prose_page = choose_document(CONTENTS.format(""))
     selection = select_blocks(prose_page, "https://example.org/", models=(_certain(0.9),), voter_texts=voters)
     kept = [b.text for b in selection.blocks if b.index in selection.kept]
-    assert {"On this page", "Declare Models", "Create an Engine ⚙️"} <= set(kept)
+    assert {"On this page", "Declare Models", "Create an Engine"} <= set(kept)
+    assert "Create an Engine ⚙️" not in kept
 
 
 def test_drop_page_contents_only_takes_from_what_is_kept() -> None:
