@@ -62,6 +62,10 @@ def _is_cell(row: Mapping[str, float]) -> bool:
     return row.get("cell", 0.0) > 0
 
 
+def _is_heading(row: Mapping[str, float]) -> bool:
+    return row.get("heading", 0.0) > 0
+
+
 def follow_neighbours(
     mask: Sequence[bool], probabilities: Sequence[float], rows: Sequence[Mapping[str, float]]
 ) -> list[bool]:
@@ -89,7 +93,7 @@ def follow_neighbours(
                 after += 1
             if before >= 0 and after < n and mask[before] and mask[after]:
                 out[i] = True
-        if row.get("heading", 0.0) > 0 and i + 1 < n and mask[i + 1] and (i == 0 or mask[i - 1]):
+        if _is_heading(row) and i + 1 < n and mask[i + 1] and (i == 0 or mask[i - 1]):
             out[i] = True
     return out
 
@@ -196,10 +200,6 @@ def finish(
             for kept, kept_once, row in zip(flags, once, rows, strict=True)
         ]
     return headings_keep_their_copy(flags, once, texts, rows)
-
-
-def _is_heading(row: Mapping[str, float]) -> bool:
-    return row.get("heading", 0.0) > 0
 
 
 def headings_keep_their_copy(
