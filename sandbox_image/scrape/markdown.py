@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from urllib.parse import urldefrag, urljoin
 
 import html_to_markdown
 from lxml.html import HtmlElement, tostring
@@ -19,6 +20,9 @@ from lxml.html import HtmlElement, tostring
 _LANG_TOKEN = re.compile(r"^(?:language|lang|highlight-source|highlight|brush|sourcecode)[-:]+([a-z0-9_+#.-]{1,30})$")
 _NOT_LANGUAGES = frozenset({"notranslate", "default", "none", "text", "plain", "plaintext", "nohighlight", "highlight"})
 _BLANK_LINES = re.compile(r"\n{3,}")
+# What a permalink shows: a pilcrow (Sphinx), a zero-width space (Docusaurus), a hash, a section sign.
+_PERMALINK_TEXTS = frozenset({"", "¶", "#", "§", "🔗", "⚓", "link", "permalink", "anchor"})
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
 @cache
@@ -161,6 +165,43 @@ def unlink_empty_links(root: HtmlElement) -> None:
             a.drop_tag()
 
 
+def _to_this_page(href: str, base_url: str) -> bool:
+    """Whether a link's target is a place on the page itself (a fragment of its own URL)."""
+    href = href.strip()
+    if href.startswith("#"):
+        return len(href) > 1
+    if not base_url or "#" not in href:
+        return False
+    target, fragment = urldefrag(urljoin(base_url, href))
+    return bool(fragment) and target == urldefrag(base_url)[0]
+
+
+def _words(element: HtmlElement) -> str:
+    return " ".join(element.text_content().replace("\u200b", " ").split())
+
+
+def drop_permalinks(root: HtmlElement, base_url: str) -> None:
+    """A heading's or a definition's link to itself is there to copy its address, not to be read:
+    Sphinx's `¶`, Docusaurus's zero-width `#`, MDN's and mdBook's headings wrapped in their own
+    anchor. In markdown they become `## Title[¶](…#title "Link to this heading")` on every heading,
+    so a permalink glyph goes and a heading that is all link to itself keeps only its text. Links to
+    another part of the page with words of their own (a table of contents, "see below") stay."""
+    for a in _links_to_this_page(root, base_url):
+        if _words(a).lower() in _PERMALINK_TEXTS:
+            a.drop_tree()  # lxml keeps its tail
+    for a in _links_to_this_page(root, base_url):
+        heading = next((h for h in a.iterancestors() if h.tag in _HEADINGS), None)
+        if heading is not None and _words(a) == _words(heading):
+            a.drop_tag()
+
+
+def _links_to_this_page(root: HtmlElement, base_url: str) -> list[HtmlElement]:
+    """Text links (not image links) whose target is a place on this page."""
+    return [
+        a for a in root.iter("a") if _to_this_page(a.get("href") or "", base_url) and next(a.iter("img"), None) is None
+    ]
+
+
 def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
     """Markdown of an element (or an HTML string); links and images absolute against base_url."""
     if isinstance(content, str):
@@ -168,6 +209,7 @@ def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
     else:
         mark_code_languages(content)
         unlink_dead_links(content)
+        drop_permalinks(content, base_url)
         unlink_code(content)
         drop_code_block_buttons(content)
         drop_sourceless_images(content)

@@ -194,3 +194,27 @@ def test_plain_text_keeps_code_and_snake_case_as_written() -> None:
     assert text.splitlines()[0] == "The pet_type field and model_validate(), not emphasis."
     assert "1. First step" in text
     assert "def __init__(self, pet_type):" in text and "return 2*3*4" in text
+
+
+def test_permalinks_go_and_headings_wrapped_in_their_own_anchor_keep_their_text() -> None:
+    # Sphinx's pilcrow, Docusaurus's zero-width hash link, MDN's heading that is its own anchor.
+    out = md(
+        '<h1>Middleware<a class="headerlink" href="#middleware" title="Link to this heading">¶</a></h1>'
+        '<h2 id="fast">Fast Track<a href="#fast" class="hash-link" aria-label="Direct link">\u200b</a></h2>'
+        '<h2><a href="https://example.org/docs/page.html#why">Why flexbox?</a></h2>'
+        '<dl><dt>class <code>Cache</code><a href="/src/cache.py#L61">[source]</a>'
+        '<a class="headerlink" href="#Cache">¶</a></dt><dd>Caches.</dd></dl>'
+        '<p>See <a href="#why">why below</a> and <a href="/other.html#why">the other page</a>.</p>'
+    )
+    assert out.splitlines()[0] == "# Middleware" and "\n## Fast Track\n" in out and "\n## Why flexbox?\n" in out
+    assert "¶" not in out and "\u200b" not in out and "Link to this heading" not in out
+    assert "[[source]](https://example.org/src/cache.py#L61)" in out  # a link elsewhere stays
+    # Links to this page with words of their own, and anchors into other pages, stay links.
+    assert "[why below](https://example.org/docs/page.html#why)" in out
+    assert "[the other page](https://example.org/other.html#why)" in out
+
+
+def test_a_heading_linking_elsewhere_or_only_partly_linked_stays_a_link() -> None:
+    out = md('<h2><a href="/guide.html#intro">Intro</a></h2><h2>Part <a href="#p2">two</a></h2>')
+    assert "## [Intro](https://example.org/guide.html#intro)" in out
+    assert "## Part [two](https://example.org/docs/page.html#p2)" in out
