@@ -120,6 +120,21 @@ def _inline_text(element: HtmlElement, pieces: list[str], links: list[str], in_l
                 links.append(child.tail)
 
 
+def _own_text(element: HtmlElement, links: list[str]) -> str:
+    pieces: list[str] = []
+    _inline_text(element, pieces, links, element.tag == "a")
+    return _SPACE.sub(" ", "".join(pieces)).strip()
+
+
+def is_wordless_text(element: HtmlElement) -> bool:
+    """A block-level element whose own text has no word: a code editor's `);` or `}` line, a `—`.
+    segment leaves it out (there is nothing to weigh), so what happens to it is decided later."""
+    if not _is_block(element):
+        return False
+    text = _own_text(element, [])
+    return bool(text) and not _WORD.search(text)
+
+
 def segment(root: HtmlElement) -> list[Block]:
     """The blocks of `root` in document order (blocks without words are left out)."""
     body = root.find("body")
@@ -136,10 +151,8 @@ def segment(root: HtmlElement) -> list[Block]:
             in_main = True
         if (tag in CHROME_TAGS and not in_main) or role in CHROME_ROLES:
             in_chrome = True
-        pieces: list[str] = []
         links: list[str] = []
-        _inline_text(element, pieces, links, tag == "a")
-        text = _SPACE.sub(" ", "".join(pieces)).strip()
+        text = _own_text(element, links)
         if text:
             words = len(_WORD.findall(text))
             if words:

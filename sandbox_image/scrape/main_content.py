@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from lxml.html import HtmlElement
 
 from sandbox_image.scrape.align import kept_blocks
-from sandbox_image.scrape.blocks import BLOCK_TAGS, Block, segment
+from sandbox_image.scrape.blocks import BLOCK_TAGS, Block, is_wordless_text, segment
 from sandbox_image.scrape.breadcrumbs import breadcrumb_blocks
 from sandbox_image.scrape.candidates import CANDIDATES, DEFAULT, THRESHOLDS, choose
 from sandbox_image.scrape.document import Document
+from sandbox_image.scrape.dom import HIDDEN_MARK, HIDDEN_REASONS
 from sandbox_image.scrape.features import block_features
 from sandbox_image.scrape.model import Forest, load_models, load_selector, mean_probabilities
 from sandbox_image.scrape.page_kind import page_kind_features
@@ -124,7 +125,7 @@ def select_blocks(
     furniture = furniture_blocks(document.root, blocks)
     kept = {b.index for b, k in zip(blocks, flags, strict=True) if k and b.index not in furniture}
     kept -= breadcrumb_blocks(blocks, kept)
-    kept = _whole_tables(blocks, kept, furniture)
+    kept = _keep_whole(blocks, kept, furniture, "table")
     selection = Selection(blocks, probabilities, kept, fallback=False, candidate=CANDIDATES[chosen])
     if implausibly_short(selection.kept_words, selection.page_words) or (
         nothing_at_default and _mostly_links(blocks, kept)
@@ -142,21 +143,23 @@ def _mostly_links(blocks: list[Block], kept: set[int]) -> bool:
     return sum(blocks[i].link_words for i in kept) * 2 >= words
 
 
-def _whole_tables(blocks: list[Block], kept: set[int], furniture: set[int]) -> set[int]:
-    """Keep or drop each table whole, by whether most of its words were kept.
+def _keep_whole(blocks: list[Block], kept: set[int], furniture: set[int], tag: str) -> set[int]:
+    """Keep or drop each `tag` element (a table, a code block) whole, by whether most of its words
+    were kept: half a table shifts its columns, half a listing does not compile (a code editor's
+    lines are blocks of their own, and a line of only `);` or `}` carries no word the models weigh).
 
     Post furniture is out of the count and out of the result: a thread laid out as a table (one row
     per post) must not lose its posts because their signatures were taken away.
     """
-    tables: dict[HtmlElement, list[Block]] = {}  # keyed by the element (kept alive), never by id()
+    units: dict[HtmlElement, list[Block]] = {}  # keyed by the element (kept alive), never by id()
     for b in blocks:
         if b.index in furniture:
             continue
-        table = next((a for a in b.element.iterancestors("table")), None)
-        if table is not None:
-            tables.setdefault(table, []).append(b)
+        unit = b.element if b.element.tag == tag else next(b.element.iterancestors(tag), None)
+        if unit is not None:
+            units.setdefault(unit, []).append(b)
     result = set(kept)
-    for members in tables.values():
+    for members in units.values():
         total = sum(b.words for b in members)
         inside = sum(b.words for b in members if b.index in kept)
         for b in members:
@@ -164,15 +167,17 @@ def _whole_tables(blocks: list[Block], kept: set[int], furniture: set[int]) -> s
     return result
 
 
-def _media_in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> list[HtmlElement]:
-    """Media elements inside a kept block or between two kept blocks (document order).
+def _in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> tuple[list[HtmlElement], list[HtmlElement]]:
+    """Media, and text without a word (`);`, `}`, `—`), that sit in the flow of the main content:
+    inside a kept block or between two kept blocks (document order); wordless text also anywhere in
+    a code block that keeps a line, where a closing brace is as much the code as the line above it.
 
     Keyed by the elements themselves, not their id()s: lxml hands out short-lived proxy objects, so
     the id of a proxy that has been freed can come back as the id of another element's proxy (that
     made the output depend on what earlier code left in memory).
     """
     by_element = {b.element: b.index for b in blocks}
-    order: list[tuple[str, HtmlElement, int]] = []  # ("block", el, index) | ("media", el, -1)
+    order: list[tuple[str, HtmlElement, int]] = []  # ("block", el, index) | ("media"/"text", el, -1)
     for element in root.iter():
         if not isinstance(element.tag, str):
             continue
@@ -180,20 +185,30 @@ def _media_in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> li
             order.append(("block", element, by_element[element]))
         elif element.tag in MEDIA_TAGS:
             order.append(("media", element, -1))
-    keep: dict[HtmlElement, None] = {}  # an ordered set: document order, each element once
+        elif is_wordless_text(element) and not _hidden(element):
+            order.append(("text", element, -1))
+    keep: dict[HtmlElement, str] = {}  # an ordered set: document order, each element once
+    code_kept: dict[HtmlElement, bool] = {}  # per <pre>: does it keep a line?
     last_block = -1
-    pending: list[HtmlElement] = []
+    pending: list[tuple[str, HtmlElement]] = []
     for kind, element, index in order:
         if kind == "block":
             if index in kept and last_block in kept:
-                keep.update(dict.fromkeys(pending))
+                keep.update(dict(pending))
             pending, last_block = [], index
-        else:
-            owner = next((a for a in element.iterancestors() if a in by_element), None)
-            if owner is not None and by_element[owner] in kept:
-                keep[element] = None
-            pending.append(element)
-    return list(keep)
+            continue
+        owner = next((a for a in element.iterancestors() if a in by_element), None)
+        pre = next(element.iterancestors("pre"), None) if kind == "text" else None
+        if pre is not None and pre not in code_kept:
+            code_kept[pre] = any(by_element.get(e, -1) in kept for e in pre.iter())
+        if (owner is not None and by_element[owner] in kept) or (pre is not None and code_kept[pre]):
+            keep[element] = kind
+        pending.append((element, kind))
+    return [e for e, kind in keep.items() if kind == "media"], [e for e, kind in keep.items() if kind == "text"]
+
+
+def _hidden(element: HtmlElement) -> bool:
+    return any(e.get(HIDDEN_MARK) in HIDDEN_REASONS for e in (element, *element.iterancestors()))
 
 
 def content_element(document: Document, selection: Selection) -> HtmlElement:
@@ -201,18 +216,16 @@ def content_element(document: Document, selection: Selection) -> HtmlElement:
     root = document.root
     body = root.find("body")
     body = body if body is not None else root
-    media = _media_in_flow(body, selection.blocks, selection.kept)
-    for b in selection.blocks:
-        b.element.set(_BLOCK_ATTR, "1" if b.index in selection.kept else "0")
-    for element in media:
-        element.set("data-bw-media", "1")
+    media, wordless = _in_flow(body, selection.blocks, selection.kept)
+    marked = [(b.element, _BLOCK_ATTR, "1" if b.index in selection.kept else "0") for b in selection.blocks]
+    marked += [(e, _BLOCK_ATTR, "1") for e in wordless] + [(e, "data-bw-media", "1") for e in media]
+    for element, attribute, value in marked:
+        element.set(attribute, value)
     try:
         out = copy.deepcopy(body)
     finally:
-        for b in selection.blocks:
-            b.element.attrib.pop(_BLOCK_ATTR, None)
-        for element in media:
-            element.attrib.pop("data-bw-media", None)
+        for element, attribute, _ in marked:
+            element.attrib.pop(attribute, None)
     _prune(out, False)
     for element in out.iter():
         element.attrib.pop(_BLOCK_ATTR, None)

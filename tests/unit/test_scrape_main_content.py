@@ -11,7 +11,7 @@ import pytest
 from sandbox_image.scrape.blocks import segment
 from sandbox_image.scrape.document import choose_document
 from sandbox_image.scrape.features import block_features
-from sandbox_image.scrape.main_content import Selection, _whole_tables, content_element
+from sandbox_image.scrape.main_content import Selection, _keep_whole, content_element
 from sandbox_image.scrape.markdown import to_markdown
 from sandbox_image.scrape.model import Forest, load_models, mean_probabilities
 from sandbox_image.scrape.page_kind import page_kind_features
@@ -74,9 +74,32 @@ def test_tables_are_kept_or_dropped_whole() -> None:
     blocks = segment(document.root)
     cells = {b.index for b in blocks if b.text in ("k", "v", "a", "1")}
     some = {next(iter(sorted(cells))), max(cells)}
-    assert _whole_tables(blocks, some | {0}, set()) == cells | {0}  # half the words: the whole table
+    assert _keep_whole(blocks, some | {0}, set(), "table") == cells | {0}  # half the words: the whole table
     one = {min(cells)}
-    assert _whole_tables(blocks, one, set()) == set()  # a quarter: none of it
+    assert _keep_whole(blocks, one, set(), "table") == set()  # a quarter: none of it
+
+
+EDITOR = """<html><body>
+<p>Components are functions:</p>
+<pre><code><div class="cm-line">function Button() {</div><div class="cm-line">  return (</div>
+<div class="cm-line">    <button>Click</button></div><div class="cm-line">  );</div><div class="cm-line">}</div></code></pre>
+<div class="sep">·</div>
+<p>Nest it inside another component.</p>
+<footer><div>—</div><p>Copyright</p></footer>
+</body></html>"""
+
+
+def test_lines_without_words_follow_the_code_and_text_around_them() -> None:
+    # A code editor's `);` and `}` lines have no word, so they are no block and no model decides them:
+    # inside a code block that keeps a line they stay, and so does a `·` between two kept blocks.
+    kept = {"Components are functions:", "function Button() {", "return (", "Click", "Nest it inside another component."}
+    selection, document = select(kept, EDITOR)
+    markdown = to_markdown(content_element(document, selection), "https://example.org/")
+    assert "function Button() {\n  return (\n    Click\n  );\n}\n```" in markdown
+    assert "·" in markdown and "—" not in markdown and "Copyright" not in markdown  # after the last kept block
+    selection, document = select({"Nest it inside another component."}, EDITOR)
+    markdown = to_markdown(content_element(document, selection), "https://example.org/")
+    assert "}" not in markdown and ");" not in markdown  # a code block kept nowhere leaves no braces
 
 
 def test_forest_evaluates_trees_like_the_exported_json() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sandbox_image.scrape.blocks import segment
 from sandbox_image.scrape.document import choose_document
 from sandbox_image.scrape.extract import extract_html
-from sandbox_image.scrape.main_content import _whole_tables
+from sandbox_image.scrape.main_content import _keep_whole
 from sandbox_image.scrape.post_furniture import furniture_blocks
 
 
@@ -101,5 +101,5 @@ def test_a_thread_laid_out_as_a_table_keeps_its_posts_when_the_signatures_go() -
     furniture = furniture_blocks(document.root, blocks)
     assert {blocks[i].text for i in furniture} == set(SIGNATURES)
     posts = {b.index for b in blocks if b.text in BODIES}
-    assert _whole_tables(blocks, posts, set()) == set()  # the hazard: counted, they outweigh the posts
-    assert _whole_tables(blocks, posts, furniture) == posts
+    assert _keep_whole(blocks, posts, set(), "table") == set()  # the hazard: counted, they outweigh the posts
+    assert _keep_whole(blocks, posts, furniture, "table") == posts
