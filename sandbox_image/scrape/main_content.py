@@ -126,6 +126,7 @@ def select_blocks(
     kept = {b.index for b, k in zip(blocks, flags, strict=True) if k and b.index not in furniture}
     kept -= breadcrumb_blocks(blocks, kept)
     kept = _keep_whole(blocks, kept, furniture, "table")
+    kept = _keep_whole(blocks, kept, furniture, "pre")
     selection = Selection(blocks, probabilities, kept, fallback=False, candidate=CANDIDATES[chosen])
     if implausibly_short(selection.kept_words, selection.page_words) or (
         nothing_at_default and _mostly_links(blocks, kept)

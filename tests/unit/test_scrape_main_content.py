@@ -102,6 +102,14 @@ def test_lines_without_words_follow_the_code_and_text_around_them() -> None:
     assert "}" not in markdown and ");" not in markdown  # a code block kept nowhere leaves no braces
 
 
+def test_code_blocks_are_kept_or_dropped_whole() -> None:
+    document = choose_document(EDITOR)
+    blocks = segment(document.root)
+    lines = {b.index for b in blocks if b.text in ("function Button() {", "return (", "Click")}
+    assert _keep_whole(blocks, {min(lines), max(lines)}, set(), "pre") == lines  # most of its words
+    assert _keep_whole(blocks, {max(lines)}, set(), "pre") == set()  # one word of four: none of it
+
+
 def test_forest_evaluates_trees_like_the_exported_json() -> None:
     # One stump: x <= 0.5 goes left (-2.0), else right (+3.0).
     forest = Forest(("x",), 0.0, (((0, -1, -1), (0.5, 0.0, 0.0), (1, 0, 0), (2, 0, 0), (0.0, -2.0, 3.0)),), 0.5, {})
