@@ -82,7 +82,8 @@ def test_tables_are_kept_or_dropped_whole() -> None:
 EDITOR = """<html><body>
 <p>Components are functions:</p>
 <pre><code><div class="cm-line">function Button() {</div><div class="cm-line">  return (</div>
-<div class="cm-line">    <button>Click</button></div><div class="cm-line">  );</div><div class="cm-line">}</div></code></pre>
+<div class="cm-line">    <button>Click</button></div><div class="cm-line">  );</div>
+<div class="cm-line">}</div></code></pre>
 <div class="sep">·</div>
 <p>Nest it inside another component.</p>
 <footer><div>—</div><p>Copyright</p></footer>
@@ -92,7 +93,8 @@ EDITOR = """<html><body>
 def test_lines_without_words_follow_the_code_and_text_around_them() -> None:
     # A code editor's `);` and `}` lines have no word, so they are no block and no model decides them:
     # inside a code block that keeps a line they stay, and so does a `·` between two kept blocks.
-    kept = {"Components are functions:", "function Button() {", "return (", "Click", "Nest it inside another component."}
+    kept = {"Components are functions:", "function Button() {", "return (", "Click"}
+    kept.add("Nest it inside another component.")
     selection, document = select(kept, EDITOR)
     markdown = to_markdown(content_element(document, selection), "https://example.org/")
     assert "function Button() {\n  return (\n    Click\n  );\n}\n```" in markdown
