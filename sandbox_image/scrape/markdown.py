@@ -23,6 +23,8 @@ _BLANK_LINES = re.compile(r"\n{3,}")
 # What a permalink shows: a pilcrow (Sphinx), a zero-width space (Docusaurus), a hash, a section sign.
 _PERMALINK_TEXTS = frozenset({"", "¶", "#", "§", "🔗", "⚓", "link", "permalink", "anchor"})
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_LISTS = frozenset({"ul", "ol"})
+_BOLD = frozenset({"strong", "b"})
 
 
 @cache
@@ -202,6 +204,32 @@ def _links_to_this_page(root: HtmlElement, base_url: str) -> list[HtmlElement]:
     ]
 
 
+def lift_hollow_list_items(root: HtmlElement) -> None:
+    """A list item left with nothing but a nested list (its own link or label was not content, or a
+    menu's wrapper) would come out as `- - item`: its items take its place one level up."""
+    for li in reversed(list(root.iter("li"))):
+        parent = li.getparent()
+        children = list(li)
+        if parent is None or not children or (li.text or "").strip():
+            continue
+        if any(c.tag not in _LISTS or (c.tail or "").strip() for c in children):
+            continue
+        items = [item for nested in children for item in nested]
+        if items:
+            items[-1].tail = (items[-1].tail or "") + (li.tail or "")
+        position = parent.index(li)
+        parent[position : position + 1] = items
+
+
+def unbold_headings(root: HtmlElement) -> None:
+    """A heading whose whole text is bold (`## **Title**`) is bold already; the markup is noise."""
+    for heading in root.iter(*_HEADINGS):
+        bold = [b for b in heading.iter(*_BOLD) if not any(a.tag in _BOLD for a in b.iterancestors())]
+        if bold and " ".join(" ".join(b.text_content() for b in bold).split()) == _words(heading):
+            for b in list(heading.iter(*_BOLD)):
+                b.drop_tag()
+
+
 def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
     """Markdown of an element (or an HTML string); links and images absolute against base_url."""
     if isinstance(content, str):
@@ -210,6 +238,8 @@ def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
         mark_code_languages(content)
         unlink_dead_links(content)
         drop_permalinks(content, base_url)
+        lift_hollow_list_items(content)
+        unbold_headings(content)
         unlink_code(content)
         drop_code_block_buttons(content)
         drop_sourceless_images(content)

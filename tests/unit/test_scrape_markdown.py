@@ -218,3 +218,18 @@ def test_a_heading_linking_elsewhere_or_only_partly_linked_stays_a_link() -> Non
     out = md('<h2><a href="/guide.html#intro">Intro</a></h2><h2>Part <a href="#p2">two</a></h2>')
     assert "## [Intro](https://example.org/guide.html#intro)" in out
     assert "## Part [two](https://example.org/docs/page.html#p2)" in out
+
+
+def test_a_list_item_left_with_only_a_nested_list_gives_way_to_its_items() -> None:
+    out = md(
+        "<ul><li><ul><li><ul><li>deep</li></ul></li></ul></li><li>kept <ul><li>child</li></ul></li></ul>"
+        "<ol><li><ol><li>first</li><li>second</li></ol></li></ol><p>after</p>"
+    )
+    assert "- - " not in out and "1. 1." not in out
+    assert "- deep\n- kept\n  - child" in out  # an item with text of its own keeps its nesting
+    assert "1. first\n2. second" in out and out.rstrip().endswith("after")
+
+
+def test_a_heading_that_is_all_bold_loses_the_bold() -> None:
+    out = md("<h2><strong>What is <b>it</b>?</strong></h2><h3>Partly <b>bold</b></h3><p><b>Lead</b> text</p>")
+    assert "## What is it?" in out and "### Partly **bold**" in out and "**Lead** text" in out
