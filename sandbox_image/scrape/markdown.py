@@ -20,6 +20,10 @@ from lxml.html import HtmlElement, tostring
 _LANG_TOKEN = re.compile(r"^(?:language|lang|highlight-source|highlight|brush|sourcecode)[-:]+([a-z0-9_+#.-]{1,30})$")
 _NOT_LANGUAGES = frozenset({"notranslate", "default", "none", "text", "plain", "plaintext", "nohighlight", "highlight"})
 _BLANK_LINES = re.compile(r"\n{3,}")
+# A <br> that ends a block leaves `  ` (a hard break) before the blank line; a zero-width space
+# beside a space or a line end separates nothing. Neither shows; both are noise in the text.
+_SPACE_NOISE = re.compile(r"[ \t]+(?=\n\n)|\u200b+(?=[\s]|$)|(?<=\s)\u200b+")
+_FENCE = re.compile(r"^([ \t]*(?:```|~~~).*)$", re.MULTILINE)
 # What a permalink shows: a pilcrow (Sphinx), a zero-width space (Docusaurus), a hash, a section sign.
 _PERMALINK_TEXTS = frozenset({"", "¶", "#", "§", "🔗", "⚓", "link", "permalink", "anchor"})
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
@@ -248,5 +252,17 @@ def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
         html = tostring(content, encoding="unicode")
     if not html.strip():
         return ""
-    markdown = html_to_markdown.convert(html, _options(base_url)).content or ""
+    markdown = _tidy(html_to_markdown.convert(html, _options(base_url)).content or "")
     return _BLANK_LINES.sub("\n\n", markdown).strip() + "\n" if markdown.strip() else ""
+
+
+def _tidy(markdown: str) -> str:
+    """Invisible whitespace noise out of the text; code blocks are left exactly as they are."""
+    pieces = _FENCE.split(markdown)  # text, fence line, text, fence line, ... text
+    inside = False
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            inside = not inside
+        elif not inside:
+            pieces[i] = _SPACE_NOISE.sub("", piece)
+    return "".join(pieces)

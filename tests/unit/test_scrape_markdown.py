@@ -233,3 +233,13 @@ def test_a_list_item_left_with_only_a_nested_list_gives_way_to_its_items() -> No
 def test_a_heading_that_is_all_bold_loses_the_bold() -> None:
     out = md("<h2><strong>What is <b>it</b>?</strong></h2><h3>Partly <b>bold</b></h3><p><b>Lead</b> text</p>")
     assert "## What is it?" in out and "### Partly **bold**" in out and "**Lead** text" in out
+
+
+def test_invisible_whitespace_noise_goes_outside_code_and_stays_inside() -> None:
+    out = md(
+        "<h2>Former employees\u200b</h2><p>A line ends here.<br></p><p>zero\u200bwidth inside a word</p>"
+        "<pre><code>keep  \n\nthis\u200b \n</code></pre>"
+    )
+    assert "## Former employees\n" in out and "A line ends here.\n\n" in out
+    assert "zero\u200bwidth" in out  # between two letters it may be a word break: left alone
+    assert "keep  \n\nthis\u200b" in out  # code is literal
