@@ -252,6 +252,7 @@ def _prune(element: HtmlElement, inherited: bool) -> bool:
     if not own:
         element.text = None
     keep = own and bool((element.text or "").strip())
+    row_kept = element.tag == "tr" and _has_kept(element)
     for child in list(element):
         if not isinstance(child.tag, str):  # comments, processing instructions
             child.drop_tree()
@@ -269,6 +270,8 @@ def _prune(element: HtmlElement, inherited: bool) -> bool:
                 child.drop_tree()
         elif _prune(child, own):
             keep = True
+        elif row_kept and child.tag in _CELLS:
+            pass  # an empty cell of a kept row holds its column: without it the next cell moves left
         elif own and child.get(_BLOCK_ATTR) is None and child.tag not in BLOCK_TAGS:
             # An inline element of kept text without words of its own still separates words: a
             # highlighter's `<span> </span>` between tokens, a `<span><br></span>` between lines.
@@ -279,6 +282,7 @@ def _prune(element: HtmlElement, inherited: bool) -> bool:
 
 
 _BREAKS = frozenset({"br", "wbr"})
+_CELLS = frozenset({"td", "th"})
 
 
 def _has_kept(element: HtmlElement) -> bool:

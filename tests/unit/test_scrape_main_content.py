@@ -183,3 +183,18 @@ def test_wordless_inline_elements_of_kept_text_still_separate_words() -> None:
     assert "from pydantic import BaseModel" in markdown
     assert "Compact Bench  \nPrice: $299" in markdown or "Compact Bench\nPrice: $299" in markdown
     assert "Dropped" not in markdown and "here" not in markdown
+
+
+def test_a_kept_tables_empty_and_symbol_cells_hold_their_columns() -> None:
+    html = """<html><body><p>Plans compared, feature by feature, for small and large teams alike.</p>
+<table><tr><th>Feature</th><th>Free</th><th>Pro</th></tr>
+<tr><td>Exports</td><td></td><td>✓</td></tr><tr><td>Support</td><td>—</td><td>Email and phone</td></tr></table>
+<p>Prices are per month.</p></body></html>"""
+    document = choose_document(html)
+    blocks = segment(document.root)
+    kept = {b.index for b in blocks}
+    selection = Selection(blocks, [1.0] * len(blocks), kept, fallback=False)
+    markdown = to_markdown(content_element(document, selection), "https://example.org/")
+    rows = [" ".join(line.split()) for line in markdown.splitlines() if line.startswith("|")]
+    assert rows[0] == "| Feature | Free | Pro |"
+    assert rows[2] == "| Exports | | ✓ |" and rows[3] == "| Support | — | Email and phone |"
