@@ -29,6 +29,7 @@ _PERMALINK_TEXTS = frozenset({"", "¶", "#", "§", "🔗", "⚓", "link", "perma
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _LISTS = frozenset({"ul", "ol"})
 _BOLD = frozenset({"strong", "b"})
+_MEDIA = frozenset({"img", "picture", "video", "audio", "iframe", "svg"})
 
 
 @cache
@@ -210,19 +211,35 @@ def _links_to_this_page(root: HtmlElement, base_url: str) -> list[HtmlElement]:
 
 def lift_hollow_list_items(root: HtmlElement) -> None:
     """A list item left with nothing but a nested list (its own link or label was not content, or a
-    menu's wrapper) would come out as `- - item`: its items take its place one level up."""
+    menu's wrapper) would come out as `- - item`: its items take its place one level up. Wrappers
+    between the item and its list (a dropdown's <div>s) do not count as content."""
     for li in reversed(list(root.iter("li"))):
         parent = li.getparent()
-        children = list(li)
-        if parent is None or not children or (li.text or "").strip():
+        if parent is None:
             continue
-        if any(c.tag not in _LISTS or (c.tail or "").strip() for c in children):
-            continue
-        items = [item for nested in children for item in nested]
+        lists = [n for n in li.iterdescendants("ul", "ol") if _outermost_list(n, li)]
+        if not lists or " ".join(_words(n) for n in lists) != _words(li):
+            continue  # no nested list, or words of its own besides them
+        if any(n.tag in _MEDIA and not any(_contains(x, n) for x in lists) for n in li.iter()):
+            continue  # an image of its own (a card's picture) is content of the item
+        items = [item for n in lists for item in n]
         if items:
             items[-1].tail = (items[-1].tail or "") + (li.tail or "")
         position = parent.index(li)
         parent[position : position + 1] = items
+
+
+def _outermost_list(element: HtmlElement, li: HtmlElement) -> bool:
+    for ancestor in element.iterancestors():
+        if ancestor is li:
+            return True
+        if ancestor.tag in _LISTS:
+            return False
+    return False
+
+
+def _contains(ancestor: HtmlElement, element: HtmlElement) -> bool:
+    return element is ancestor or any(a is ancestor for a in element.iterancestors())
 
 
 def unbold_headings(root: HtmlElement) -> None:
