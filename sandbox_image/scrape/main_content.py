@@ -14,10 +14,12 @@ Rules on top of the per-block decisions, each a whole-page judgement:
 - the per-post furniture of forum and Q&A platforms (the author's statistics, title, signature),
   where it comes back post after post, is dropped (post_furniture.py), and so is a breadcrumb trail
   (breadcrumbs.py);
-- a table is kept or dropped whole (by whether most of its words were kept, furniture not counted),
-  since half a table reads as nonsense;
-- images are kept when they sit in the flow of the main content: inside a kept block, or between
-  two kept blocks with nothing else in between.
+- a table or a code block is kept or dropped whole (by whether most of its words were kept,
+  furniture not counted), since half a table reads as nonsense and half a listing does not run; a
+  kept row's empty cells stay, so its other cells keep their columns;
+- images, and text without a word (a code editor's `}` line, a `·` between paragraphs), are kept
+  when they sit in the flow of the main content: inside a kept block, or between two kept blocks
+  with nothing else in between (wordless text also anywhere in a code block that keeps a line).
 And the fallback (seed TC-04): when the kept content is empty or implausibly short — fewer than
 MIN_WORDS words and under MIN_SHARE of the page — the whole visible page is returned instead; so
 it is when the block model finds nothing plausible at its default threshold and what the

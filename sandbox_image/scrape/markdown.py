@@ -4,7 +4,9 @@ language, nested lists, emphasis, and absolute link and image URLs.
 Chosen over markdownify (slower, leaves `|` in table cells unescaped) and html2text (GPL-3.0);
 compared in docs/scrape-quality.md. Before converting, code blocks get their language where sites
 put it somewhere html-to-markdown does not look (Sphinx's `highlight-python` wrapper, GitHub's
-`highlight-source-rust`, `data-lang`), and links that go nowhere (javascript:, bare #) become text.
+`highlight-source-rust`, `data-lang`), links that go nowhere (javascript:, bare #) become text,
+headings lose their permalinks, a list item left with only a nested list gives way to its items,
+and an all-bold heading loses the bold; after, invisible whitespace noise goes (outside code).
 """
 
 from __future__ import annotations
