@@ -32,6 +32,10 @@ _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _LISTS = frozenset({"ul", "ol"})
 _BOLD = frozenset({"strong", "b"})
 _MEDIA = frozenset({"img", "picture", "video", "audio", "iframe", "svg"})
+# A thread's posts, a Q&A page's answers, a post's comments: what platforms call the repeated unit.
+_POST = re.compile(r"(?:^|[\W_])(?:posts?|messages?|comments?|replies|reply|answers?)(?:$|[\W_])", re.IGNORECASE)
+_NOT_POSTS = frozenset({"p", "span", "a", "li", "tr", "td", "th", "dt", "dd", "pre", "code", *_HEADINGS})
+POST_MIN_WORDS = 3  # a post shorter than this (a "+1", a lone author name) gets no rule of its own
 
 
 @cache
@@ -253,6 +257,31 @@ def unbold_headings(root: HtmlElement) -> None:
                 b.drop_tag()
 
 
+def separate_posts(root: HtmlElement) -> None:
+    """A thread's posts would run into each other: a horizontal rule goes between sibling posts (two
+    or more siblings that carry the same post-like class or tag: `message`, `post`, `comment`,
+    `answer`, Reddit's `shreddit-comment`), so a reader sees where one reply ends."""
+    for parent in list(root.iter()):
+        groups: dict[tuple[str, str], list[HtmlElement]] = {}
+        for child in parent:
+            key = _post_key(child)
+            if key is not None and len(_words(child).split()) >= POST_MIN_WORDS:
+                groups.setdefault(key, []).append(child)
+        for members in groups.values():
+            for post in members[1:] if len(members) > 1 else []:
+                post.addprevious(post.makeelement("hr", {}))
+
+
+def _post_key(element: HtmlElement) -> tuple[str, str] | None:
+    tag = element.tag
+    if not isinstance(tag, str) or tag in _NOT_POSTS:
+        return None
+    if "-" in tag and _POST.search(tag):
+        return tag, ""  # a custom element named for it
+    token = next((t for t in (element.get("class") or "").split() if _POST.search(t)), None)
+    return (tag, token) if token else None
+
+
 def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
     """Markdown of an element (or an HTML string); links and images absolute against base_url."""
     if isinstance(content, str):
@@ -263,6 +292,7 @@ def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
         drop_permalinks(content, base_url)
         lift_hollow_list_items(content)
         unbold_headings(content)
+        separate_posts(content)
         unlink_code(content)
         drop_code_block_buttons(content)
         drop_sourceless_images(content)

@@ -248,3 +248,18 @@ def test_invisible_whitespace_noise_goes_outside_code_and_stays_inside() -> None
     assert "## Former employees\n" in out and "A line ends here.\n\n" in out
     assert "zero\u200bwidth" in out  # between two letters it may be a word break: left alone
     assert "keep  \n\nthis\u200b" in out  # code is literal
+
+
+def test_a_threads_posts_are_separated_by_a_rule() -> None:
+    out = md(
+        '<div class="thread"><article class="message message--post"><p>First post, asking a question.</p></article>'
+        '<article class="message message--post"><p>A reply with an answer to it.</p></article>'
+        '<article class="message message--post"><p>+1</p></article></div>'
+        "<shreddit-comment><p>A comment on Reddit itself.</p></shreddit-comment>"
+        "<shreddit-comment><p>And another one below it.</p></shreddit-comment>"
+        '<div class="entry"><p>Plain paragraphs of an article.</p><p>Stay together as they were.</p></div>'
+    )
+    assert "asking a question.\n\n---\n\nA reply with" in out
+    assert "+1" in out and "answer to it.\n\n+1" in out  # too short to be a post of its own
+    assert "Reddit itself.\n\n---\n\nAnd another" in out
+    assert "of an article.\n\nStay together" in out and out.count("---") == 2
