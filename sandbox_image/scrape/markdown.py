@@ -6,7 +6,8 @@ compared in docs/scrape-quality.md. Before converting, code blocks get their lan
 put it somewhere html-to-markdown does not look (Sphinx's `highlight-python` wrapper, GitHub's
 `highlight-source-rust`, `data-lang`), links that go nowhere (javascript:, bare #) become text,
 headings lose their permalinks, a list item left with only a nested list gives way to its items,
-and an all-bold heading loses the bold; after, invisible whitespace noise goes (outside code).
+an all-bold heading loses the bold, and a thread's posts get a rule between them; after, invisible
+whitespace noise goes (outside code).
 """
 
 from __future__ import annotations

@@ -229,7 +229,8 @@ def test_a_list_item_left_with_only_a_nested_list_gives_way_to_its_items() -> No
     assert "- deep\n- kept\n  - child" in out  # an item with text of its own keeps its nesting
     assert "1. first\n2. second" in out and out.rstrip().endswith("after")
     # A dropdown's wrappers between the item and its list are no content of the item.
-    menu = md('<ul><li><div class="dropdown"><div><ul><li><a href="/security">Security</a></li></ul></div></div></li></ul>')
+    dropdown = '<div class="dropdown"><div><ul><li><a href="/security">Security</a></li></ul></div></div>'
+    menu = md(f"<ul><li>{dropdown}</li></ul>")
     assert menu == "- [Security](https://example.org/security)\n"
     card = md('<ul><li><img src="/p.png" alt="p"><div><ul><li>spec</li></ul></div></li></ul>')
     assert "- ![p](https://example.org/p.png)" in card and "  - spec" in card  # its picture is the item's own
