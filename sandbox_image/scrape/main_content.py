@@ -173,7 +173,8 @@ def _keep_whole(blocks: list[Block], kept: set[int], furniture: set[int], tag: s
 def _in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> tuple[list[HtmlElement], list[HtmlElement]]:
     """Media, and text without a word (`);`, `}`, `—`), that sit in the flow of the main content:
     inside a kept block or between two kept blocks (document order); wordless text also anywhere in
-    a code block that keeps a line, where a closing brace is as much the code as the line above it.
+    a code block that keeps a line, where a closing brace is as much the code as the line above it
+    (a hidden tab's listing too, when it is kept: round 17).
 
     Keyed by the elements themselves, not their id()s: lxml hands out short-lived proxy objects, so
     the id of a proxy that has been freed can come back as the id of another element's proxy (that
@@ -188,7 +189,7 @@ def _in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> tuple[li
             order.append(("block", element, by_element[element]))
         elif element.tag in MEDIA_TAGS:
             order.append(("media", element, -1))
-        elif is_wordless_text(element) and not _hidden(element):
+        elif is_wordless_text(element):
             order.append(("text", element, -1))
     keep: dict[HtmlElement, str] = {}  # an ordered set: document order, each element once
     code_kept: dict[HtmlElement, bool] = {}  # per <pre>: does it keep a line?
@@ -197,7 +198,8 @@ def _in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> tuple[li
     for kind, element, index in order:
         if kind == "block":
             if index in kept and last_block in kept:
-                keep.update(dict(pending))
+                # Between two kept blocks only what a reader sees: not a hidden `×` or separator.
+                keep.update((e, kind) for e, kind in pending if kind == "media" or not _hidden(e))
             pending, last_block = [], index
             continue
         owner = next((a for a in element.iterancestors() if a in by_element), None)
