@@ -27,8 +27,10 @@ _BLANK_LINES = re.compile(r"\n{3,}")
 # beside a space or a line end separates nothing. Neither shows; both are noise in the text.
 _SPACE_NOISE = re.compile(r"[ \t]+(?=\n\n)|\u200b+(?=[\s]|$)|(?<=\s)\u200b+")
 _FENCE = re.compile(r"^([ \t]*(?:```|~~~).*)$", re.MULTILINE)
-# What a permalink shows: a pilcrow (Sphinx), a zero-width space (Docusaurus), a hash, a section sign.
+# What a permalink shows: a pilcrow (Sphinx), a zero-width space (Docusaurus), a hash, a section sign,
+# an icon font's glyph (Font Awesome's link icon is U+F0C1): a few characters without a word.
 _PERMALINK_TEXTS = frozenset({"", "¶", "#", "§", "🔗", "⚓", "link", "permalink", "anchor"})
+_ICON_FONT = re.compile(r"[\ue000-\uf8ff]+")  # Unicode's private use area, where icon fonts live
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _LISTS = frozenset({"ul", "ol"})
 _BOLD = frozenset({"strong", "b"})
@@ -196,15 +198,18 @@ def _words(element: HtmlElement) -> str:
 
 def drop_permalinks(root: HtmlElement, base_url: str) -> None:
     """A heading's or a definition's link to itself is there to copy its address, not to be read:
-    Sphinx's `¶`, Docusaurus's zero-width `#`, MDN's and mdBook's headings wrapped in their own
-    anchor. In markdown they become `## Title[¶](…#title "Link to this heading")` on every heading,
+    Sphinx's `¶` (or an icon font's glyph), Docusaurus's zero-width `#`, MDN's and mdBook's headings
+    wrapped in their own anchor (or an anchor wrapped around the heading). In markdown they become `## Title[¶](…#title "Link to this heading")` on every heading,
     so a permalink glyph goes and a heading that is all link to itself keeps only its text. Links to
     another part of the page with words of their own (a table of contents, "see below") stay."""
     for a in _links_to_this_page(root, base_url):
-        if _words(a).lower() in _PERMALINK_TEXTS:
+        text = _words(a)
+        if text.lower() in _PERMALINK_TEXTS or _ICON_FONT.fullmatch(text):
             a.drop_tree()  # lxml keeps its tail
     for a in _links_to_this_page(root, base_url):
+        # The heading around the link, or (mdBook's first edition) the one heading inside it.
         heading = next((h for h in a.iterancestors() if h.tag in _HEADINGS), None)
+        heading = heading if heading is not None else next(a.iter(*_HEADINGS), None)
         if heading is not None and _words(a) == _words(heading):
             a.drop_tag()
 

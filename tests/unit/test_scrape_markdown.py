@@ -205,7 +205,10 @@ def test_permalinks_go_and_headings_wrapped_in_their_own_anchor_keep_their_text(
         '<dl><dt>class <code>Cache</code><a href="/src/cache.py#L61">[source]</a>'
         '<a class="headerlink" href="#Cache">¶</a></dt><dd>Caches.</dd></dl>'
         '<p>See <a href="#why">why below</a> and <a href="/other.html#why">the other page</a>.</p>'
+        '<h2>Icons<a class="headerlink" href="#icons">\uf0c1</a></h2><a href="#borrowing"><h1>Borrowing</h1></a>'
     )
+    assert "\n## Icons\n" in out and "\n# Borrowing\n" in out  # an icon font's glyph; a link around a heading
+    assert "[†](https://example.org/docs/page.html#fn1)" in md('<p>A claim<a href="#fn1">†</a>.</p>')  # a footnote
     assert out.splitlines()[0] == "# Middleware" and "\n## Fast Track\n" in out and "\n## Why flexbox?\n" in out
     assert "¶" not in out and "\u200b" not in out and "Link to this heading" not in out
     assert "[[source]](https://example.org/src/cache.py#L61)" in out  # a link elsewhere stays
