@@ -206,7 +206,8 @@ def _in_flow(root: HtmlElement, blocks: list[Block], kept: set[int]) -> tuple[li
         pre = next(element.iterancestors("pre"), None) if kind == "text" else None
         if pre is not None and pre not in code_kept:
             code_kept[pre] = any(by_element.get(e, -1) in kept for e in pre.iter())
-        if (owner is not None and by_element[owner] in kept) or (pre is not None and code_kept[pre]):
+        seen = kind == "media" or not _hidden(element)
+        if (seen and owner is not None and by_element[owner] in kept) or (pre is not None and code_kept[pre]):
             keep[element] = kind
         pending.append((element, kind))
     return [e for e, kind in keep.items() if kind == "media"], [e for e, kind in keep.items() if kind == "text"]

@@ -199,9 +199,10 @@ def _words(element: HtmlElement) -> str:
 def drop_permalinks(root: HtmlElement, base_url: str) -> None:
     """A heading's or a definition's link to itself is there to copy its address, not to be read:
     Sphinx's `¶` (or an icon font's glyph), Docusaurus's zero-width `#`, MDN's and mdBook's headings
-    wrapped in their own anchor (or an anchor wrapped around the heading). In markdown they become `## Title[¶](…#title "Link to this heading")` on every heading,
-    so a permalink glyph goes and a heading that is all link to itself keeps only its text. Links to
-    another part of the page with words of their own (a table of contents, "see below") stay."""
+    wrapped in their own anchor (or an anchor wrapped around the heading). In markdown they become
+    `## Title[¶](…#title "Link to this heading")` on every heading, so a permalink glyph goes and a
+    heading that is all link to itself keeps only its text. Links to another part of the page with
+    words of their own (a table of contents, "see below") stay."""
     for a in _links_to_this_page(root, base_url):
         text = _words(a)
         if text.lower() in _PERMALINK_TEXTS or _ICON_FONT.fullmatch(text):

@@ -107,11 +107,14 @@ def test_lines_without_words_follow_the_code_and_text_around_them() -> None:
 def test_a_kept_hidden_tabs_listing_keeps_its_braces_and_a_hidden_symbol_stays_out() -> None:
     html = """<html><body><p>Install it with your package manager of choice.</p>
 <div data-bw-hidden="display"><pre><code><div>fn main() {</div><div>}</div></code></pre></div>
-<p>Then run it.</p><span data-bw-hidden="display"><div>×</div></span><p>Done.</p></body></html>"""
+<p>Then run it.</p><span data-bw-hidden="display"><div>×</div></span><p>Done.</p>
+<ul><li><div data-bw-hidden="display">-</div><a href="#step">Step one of the guide</a></li></ul></body></html>"""
     kept = {"Install it with your package manager of choice.", "fn main() {", "Then run it.", "Done."}
+    kept.add("Step one of the guide")
     selection, document = select(kept, html)
     markdown = to_markdown(content_element(document, selection), "https://example.org/")
     assert "fn main() {\n}" in markdown and "×" not in markdown
+    assert "- [Step one of the guide]" in markdown  # a hidden marker inside a kept item stays hidden
 
 
 def test_code_blocks_are_kept_or_dropped_whole() -> None:
