@@ -275,7 +275,7 @@ def separate_posts(root: HtmlElement) -> None:
             if key is not None and len(_words(child).split()) >= POST_MIN_WORDS:
                 groups.setdefault(key, []).append(child)
         for members in groups.values():
-            for post in members[1:] if len(members) > 1 else []:
+            for post in members[1:]:
                 post.addprevious(post.makeelement("hr", {}))
 
 
