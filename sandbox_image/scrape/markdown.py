@@ -13,6 +13,7 @@ whitespace noise goes (outside code).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import cache
 from urllib.parse import urldefrag, urljoin
 
@@ -21,6 +22,9 @@ from lxml.html import HtmlElement, tostring
 
 # One class token naming a language: language-x, lang-x, highlight-x, highlight-source-x, brush:x.
 _LANG_TOKEN = re.compile(r"^(?:language|lang|highlight-source|highlight|brush|sourcecode)[-:]+([a-z0-9_+#.-]{1,30})$")
+# Sandpack (CodeSandbox's editor: react.dev and other docs) names the language as `sp-javascript`, among
+# `sp-` tokens that are not languages (`sp-cm`, `sp-pristine`), so only these count.
+_SANDPACK_LANG = re.compile(r"^sp-(javascript|typescript|jsx|tsx|css|scss|less|html|json|markdown|python|vue|svelte)$")
 _NOT_LANGUAGES = frozenset({"notranslate", "default", "none", "text", "plain", "plaintext", "nohighlight", "highlight"})
 _BLANK_LINES = re.compile(r"\n{3,}")
 # A <br> that ends a block leaves `  ` (a hard break) before the blank line; a zero-width space
@@ -38,6 +42,12 @@ _MEDIA = frozenset({"img", "picture", "video", "audio", "iframe", "svg"})
 # A thread's posts, a Q&A page's answers, a post's comments: what platforms call the repeated unit.
 _POST = re.compile(r"(?:^|[\W_])(?:posts?|messages?|comments?|replies|reply|answers?)(?:$|[\W_])", re.IGNORECASE)
 _NOT_POSTS = frozenset({"p", "span", "a", "li", "tr", "td", "th", "dt", "dd", "pre", "code", *_HEADINGS})
+# Where lazy loaders keep an image's real source: data-src (lazysizes), data-lazy-src (WP Rocket),
+# data-original (jQuery Lazy Load), data-wpfc-original-src (WP Fastest Cache), data-lazy, and srcsets alike.
+_LAZY_SOURCE = re.compile(r"^data-(?:[a-z0-9]+-)*(?:src|original|original-src|lazy)$")
+_LAZY_SRCSET = re.compile(r"^data-(?:[a-z0-9]+-)*srcset$")
+_IMAGE_FILE = re.compile(r"\.(?:jpe?g|png|gif|webp|avif|svg|bmp)(?:[?#]|$)", re.IGNORECASE)
+DECORATION_COPIES = 4  # an image without alt text shown this many times is an icon, not a picture
 POST_MIN_WORDS = 3  # a post shorter than this (a "+1", a lone author name) gets no rule of its own
 
 
@@ -74,7 +84,7 @@ def _language_from(element: HtmlElement) -> str:
             return value[:30]
     tokens = (element.get("class") or "").lower().replace("brush: ", "brush:").replace(";", " ").split()
     for token in tokens:
-        match = _LANG_TOKEN.match(token)
+        match = _LANG_TOKEN.match(token) or _SANDPACK_LANG.match(token)
         if match and match.group(1) not in _NOT_LANGUAGES:
             return match.group(1)
     return ""
@@ -127,6 +137,45 @@ def _followable(url: str) -> bool:
     return bool(url) and not url.lower().startswith("data:")
 
 
+def srcset_urls(srcset: str) -> list[str]:
+    """The candidate URLs of a srcset, as HTML parses it: a URL runs to the next whitespace (commas in
+    it stay: image CDNs write `c_crop,h_300`), a trailing comma ends a candidate without descriptors,
+    and a candidate's descriptors (`400w`, `2x`) run to the next comma."""
+    urls: list[str] = []
+    position, n = 0, len(srcset)
+    while position < n:
+        while position < n and (srcset[position].isspace() or srcset[position] == ","):
+            position += 1
+        start = position
+        while position < n and not srcset[position].isspace():
+            position += 1
+        url = srcset[start:position]
+        if not url:
+            break
+        if url.endswith(","):
+            urls.append(url.rstrip(","))
+            continue
+        urls.append(url)
+        while position < n and srcset[position] != ",":  # the descriptors
+            position += 1
+    return urls
+
+
+def use_lazy_sources(root: HtmlElement) -> None:
+    """A lazy loader keeps an image's real source in a data- attribute until the image scrolls into
+    view, and a placeholder in src until then (a blank or grey GIF, a blurred thumbnail, nothing): the
+    markdown should point at the picture, not at the placeholder. A loader that has run copies the
+    same URL into src, so preferring the data- attribute changes nothing there."""
+    for img in root.iter("img"):
+        sources = [value.strip() for name, value in img.attrib.items() if _LAZY_SOURCE.match(name)]
+        for value in (img.get(name) or "" for name in img.attrib if _LAZY_SRCSET.match(name)):
+            sources.extend(srcset_urls(value))
+        # A URL, not a flag (data-lazy="true"):
+        url = next((u for u in sources if _followable(u) and ("/" in u or _IMAGE_FILE.search(u))), None)
+        if url:
+            img.set("src", url)
+
+
 def drop_sourceless_images(root: HtmlElement) -> None:
     """An <img> without a source a reader could follow shows nothing to keep: none at all (a lazy
     loader's placeholder that never loaded) or only a data: URI (a placeholder or an icon, which
@@ -136,12 +185,25 @@ def drop_sourceless_images(root: HtmlElement) -> None:
     for img in list(root.iter("img")):
         if _followable(img.get("src") or ""):
             continue
-        candidates = [c.split()[0] for c in (img.get("srcset") or "").split(",") if c.strip()]
-        real = next((url for url in candidates if _followable(url)), None)
+        real = next((url for url in srcset_urls(img.get("srcset") or "") if _followable(url)), None)
         if real is None:
             img.drop_tree()
         else:
             img.set("src", real)
+
+
+def drop_repeated_images(root: HtmlElement) -> None:
+    """An image without alt text that the content shows again says nothing new the second time (a
+    carousel's cloned slides, a thumbnail under its picture): the first copy stays. Shown
+    DECORATION_COPIES times or more it is decoration, not a picture of the page (a bullet icon, a
+    divider, a spacer, a "Pin it" button, a loader, a poster's avatar): every copy goes."""
+    images = [(img, (img.get("src") or "").strip(), bool((img.get("alt") or "").strip())) for img in root.iter("img")]
+    copies = Counter(src for _, src, alt in images if src and not alt)
+    seen: set[str] = set()
+    for img, src, alt in images:
+        if src and not alt and (src in seen or copies[src] >= DECORATION_COPIES):
+            img.drop_tree()
+        seen.add(src)
 
 
 def drop_code_block_buttons(root: HtmlElement, levels: int = 3) -> None:
@@ -302,7 +364,9 @@ def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
         separate_posts(content)
         unlink_code(content)
         drop_code_block_buttons(content)
+        use_lazy_sources(content)
         drop_sourceless_images(content)
+        drop_repeated_images(content)
         drop_svg(content)
         unlink_empty_links(content)
         html = tostring(content, encoding="unicode")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sandbox_image.scrape.dom import parse_html
-from sandbox_image.scrape.markdown import to_markdown
+from sandbox_image.scrape.markdown import srcset_urls, to_markdown
 from sandbox_image.scrape.plaintext import markdown_to_text
 
 BASE = "https://example.org/docs/page.html"
@@ -35,6 +35,12 @@ def test_code_blocks_keep_their_language_wherever_the_site_put_it() -> None:
     assert "```rust" in md('<div class="highlight highlight-source-rust"><pre>fn main() {}</pre></div>')
     assert "```go" in md('<pre data-lang="go"><code>package main</code></pre>')
     assert "```php" in md('<pre class="brush: php;">echo 1;</pre>')
+    # Sandpack (react.dev): the language among the editor's other `sp-` tokens, which are not languages.
+    sandpack = (
+        '<div class="sp-code-editor"><pre class="sp-cm sp-pristine sp-javascript"><code>let a;</code></pre></div>'
+    )
+    assert "```javascript\nlet a;\n```" in md(sandpack)
+    assert "```\nb\n```" in md('<div class="sp-wrapper"><pre class="sp-cm sp-pristine">b</pre></div>')
     plain = md("<pre>no language here</pre>")
     assert "```\nno language here\n```" in plain
 
@@ -267,3 +273,50 @@ def test_a_threads_posts_are_separated_by_a_rule() -> None:
     assert "+1" in out and "answer to it.\n\n+1" in out  # too short to be a post of its own
     assert "Reddit itself.\n\n---\n\nAnd another" in out
     assert "of an article.\n\nStay together" in out and out.count("---") == 2
+
+
+def test_a_lazy_loaders_real_source_replaces_its_placeholder() -> None:
+    # lazysizes: a blank GIF in src until the image scrolls into view, the picture in data-src.
+    out = md('<p>x</p><img class="lazyload" src="/img/blank.gif" data-src="/shop/one.png?t=1" alt="One">')
+    assert "![One](https://example.org/shop/one.png?t=1)" in out and "blank.gif" not in out
+    # WP Fastest Cache names its attribute its own way.
+    wpfc = md('<img src="/blank.gif" data-wpfc-original-src="/up/a-620x388.png" alt="A case study">')
+    assert wpfc.strip() == "![A case study](https://example.org/up/a-620x388.png)"
+    # No src at all and only a data-srcset (an image CDN's commas stay inside the URL).
+    cdn = md('<img data-srcset="https://cdn.example/c_crop,h_300/a.png 300w, https://cdn.example/b.png 600w" alt="A">')
+    assert cdn.strip() == "![A](https://cdn.example/c_crop,h_300/a.png)"
+    # A flag, not a source: the placeholder stays what it was (an http URL the reader can follow).
+    flag = md('<img src="/real.jpg" data-lazy="true" alt="R">')
+    assert flag.strip() == "![R](https://example.org/real.jpg)"
+    # A data: URI in data-src is no better than one in src: the image goes.
+    assert md('<p>y</p><img src="" data-src="data:image/gif;base64,R0l" alt="z">').strip() == "y"
+
+
+def test_srcset_urls_follow_the_html_parsing_rules() -> None:
+    assert srcset_urls("a.jpg 1x, b.jpg 2x") == ["a.jpg", "b.jpg"]
+    assert srcset_urls("a.jpg,b.jpg") == ["a.jpg,b.jpg"]  # one URL: commas end a URL only before a space
+    assert srcset_urls("a.jpg, b.jpg") == ["a.jpg", "b.jpg"]
+    assert srcset_urls("https://x/c_fill,w_50/p.png 50w,https://x/q.png 99w") == [
+        "https://x/c_fill,w_50/p.png",
+        "https://x/q.png",
+    ]
+    assert srcset_urls("  ") == []
+
+
+def test_an_image_without_alt_text_is_shown_once_and_a_repeated_icon_not_at_all() -> None:
+    icon = '<img src="/i/check.svg">'
+    out = md(
+        f"<p>{icon} Fast</p><p>{icon} Light</p><p>{icon} Strong</p><p>{icon} Cheap</p>"
+        '<img src="/slide-1.jpg"><img src="/slide-2.jpg"><img src="/slide-1.jpg"><img src="/slide-2.jpg">'
+        '<img src="/w.png" alt="Wallet"><img src="/w.png">'
+        '<p><a href="https://pinterest.com/pin/1"><img src="/pin.png"></a>a</p>'
+        '<p><a href="https://pinterest.com/pin/2"><img src="/pin.png"></a>b</p>'
+        '<p><a href="https://pinterest.com/pin/3"><img src="/pin.png"></a>c</p>'
+        '<p><a href="https://pinterest.com/pin/4"><img src="/pin.png"></a>d</p>'
+    )
+    assert "check.svg" not in out and "pin.png" not in out and "pinterest" not in out  # decoration, links too
+    assert out.count("slide-1.jpg") == 1 and out.count("slide-2.jpg") == 1  # a carousel's clones once
+    assert out.count("w.png") == 1 and "![Wallet]" in out  # the copy with alt text is the one kept
+    assert markdown_to_text(out).split() == ["Fast", "Light", "Strong", "Cheap", "a", "b", "c", "d"]
+    # Images with alt text are never touched, however often they repeat (a smiley that says ":)").
+    assert md('<img src="/s.gif" alt=":)">' * 4).count("s.gif") == 4
