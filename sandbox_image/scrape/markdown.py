@@ -30,6 +30,9 @@ _BLANK_LINES = re.compile(r"\n{3,}")
 # A <br> that ends a block leaves `  ` (a hard break) before the blank line; a zero-width space
 # beside a space or a line end separates nothing. Neither shows; both are noise in the text.
 _SPACE_NOISE = re.compile(r"[ \t]+(?=\n\n)|\u200b+(?=[\s]|$)|(?<=\s)\u200b+")
+# A line of nothing but zero-width characters (a joiner or a BOM left alone in a paragraph) shows nothing.
+_ZERO_WIDTH = "\u200b-\u200d\u2060\ufeff"
+_INVISIBLE_LINE = re.compile(rf"^[ \t{_ZERO_WIDTH}]*[{_ZERO_WIDTH}][ \t{_ZERO_WIDTH}]*$", re.MULTILINE)
 _FENCE = re.compile(r"^([ \t]*(?:```|~~~).*)$", re.MULTILINE)
 # What a permalink shows: a pilcrow (Sphinx), a zero-width space (Docusaurus), a hash, a section sign,
 # an icon font's glyph (Font Awesome's link icon is U+F0C1): a few characters without a word.
@@ -235,6 +238,18 @@ def drop_svg(root: HtmlElement) -> None:
         svg.drop_tree()
 
 
+def drop_empty_items(root: HtmlElement) -> None:
+    """A list item or heading left with neither words nor a picture (a share bar's icon-font buttons,
+    an icon-only feature list once its SVGs are gone) would come out as a bare `-` or `##`; so would
+    a list left with no item."""
+    for element in list(root.iter("li", *_HEADINGS)):
+        if not element.text_content().strip() and not any(e.tag in _MEDIA for e in element.iterdescendants()):
+            element.drop_tree()
+    for element in list(root.iter(*_LISTS)):
+        if element.find("li") is None and not element.text_content().strip():
+            element.drop_tree()
+
+
 def unlink_empty_links(root: HtmlElement) -> None:
     """A link with neither text nor an image (an icon font, an SVG, a lazy image that never loaded)
     shows a reader nothing to read; the converter would write its URL as its text."""
@@ -369,6 +384,7 @@ def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
         drop_repeated_images(content)
         drop_svg(content)
         unlink_empty_links(content)
+        drop_empty_items(content)
         html = tostring(content, encoding="unicode")
     if not html.strip():
         return ""
@@ -384,5 +400,5 @@ def _tidy(markdown: str) -> str:
         if i % 2:
             inside = not inside
         elif not inside:
-            pieces[i] = _SPACE_NOISE.sub("", piece)
+            pieces[i] = _INVISIBLE_LINE.sub("", _SPACE_NOISE.sub("", piece))
     return "".join(pieces)

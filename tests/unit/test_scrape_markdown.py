@@ -253,11 +253,12 @@ def test_a_heading_that_is_all_bold_loses_the_bold() -> None:
 def test_invisible_whitespace_noise_goes_outside_code_and_stays_inside() -> None:
     out = md(
         "<h2>Former employees\u200b</h2><p>A line ends here.<br></p><p>zero\u200bwidth inside a word</p>"
-        "<pre><code>keep  \n\nthis\u200b \n</code></pre>"
+        "<pre><code>keep  \n\nthis\u200b \n</code></pre><p>\u200d</p><p>family \U0001f468\u200d\U0001f467 here</p>"
     )
     assert "## Former employees\n" in out and "A line ends here.\n\n" in out
     assert "zero\u200bwidth" in out  # between two letters it may be a word break: left alone
     assert "keep  \n\nthis\u200b" in out  # code is literal
+    assert "\n\u200d\n" not in out and "\U0001f468\u200d\U0001f467" in out  # a joiner alone goes, in an emoji stays
 
 
 def test_a_threads_posts_are_separated_by_a_rule() -> None:
@@ -320,3 +321,13 @@ def test_an_image_without_alt_text_is_shown_once_and_a_repeated_icon_not_at_all(
     assert markdown_to_text(out).split() == ["Fast", "Light", "Strong", "Cheap", "a", "b", "c", "d"]
     # Images with alt text are never touched, however often they repeat (a smiley that says ":)").
     assert md('<img src="/s.gif" alt=":)">' * 4).count("s.gif") == 4
+
+
+def test_list_items_and_headings_with_nothing_in_them_leave_no_bare_markers() -> None:
+    out = md(
+        "<h2>Top pick</h2><ul><li><i class='icon-fb'></i><span></span></li><li><svg><path d='M0'/></svg></li></ul>"
+        "<h2><div class='share'></div></h2><p>Text.</p>"
+        "<ul><li></li><li>kept</li><li><img src='/a.png' alt=''></li></ul>"
+    )
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines == ["## Top pick", "Text.", "- kept", "- ![](https://example.org/a.png)"]
