@@ -24,8 +24,10 @@ _FENCED_BLOCK = re.compile(
 _QUOTED_LINE = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\x00(\d+)\x01")
 # Link and image targets: `](url "title")` or `](<url with spaces>)`, one level of parentheses inside.
-_TARGET_ANGLE = re.compile(r"\]\(\s*<[^>\n]*>(?:\s+\"[^\"\n]*\")?\s*\)")
-_TARGET = re.compile(r"\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
+# A title may run over lines too (CommonMark: not over a blank line); it is a tooltip, not page text.
+_TITLE = r"(?:\s+\"(?:[^\"\n]|\n(?![ \t]*\n))*\")?"
+_TARGET_ANGLE = re.compile(r"\]\(\s*<[^>\n]*>" + _TITLE + r"\s*\)")
+_TARGET = re.compile(r"\]\((?:[^()\s]|\([^()\s]*\))*" + _TITLE + r"\)")
 # A target is replaced by this mark, so only the brackets of links and images are taken away.
 _LINK_END = "\x03"
 # Alt text may run over lines (CommonMark: a soft break inside link text), but not over a blank line.

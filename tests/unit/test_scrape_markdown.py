@@ -119,6 +119,14 @@ def test_plain_text_drops_an_image_whose_alt_text_runs_over_lines() -> None:
     assert text.split() == ["Before", "After", "![a", "b]"]
 
 
+def test_plain_text_drops_a_title_that_runs_over_lines() -> None:
+    # A badge's title attribute with line breaks ("…(verified skill)\nSkill verified by …"): a tooltip.
+    text = markdown_to_text(
+        'Skills ![](https://x/b.png "commerce - air badge\nverified by Mike\n") and [more](u "a\nb") end'
+    )
+    assert text.split() == ["Skills", "and", "more", "end"]
+
+
 def test_plain_text_keeps_brackets_that_are_not_links_without_gluing_words() -> None:
     text = markdown_to_text(
         "Press [CTRL][ALT][DEL] now. A dependency[[1]](https://x.org/#c1) and [a ref][r], [r] and [none][x].\n\n"
