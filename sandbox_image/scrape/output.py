@@ -21,6 +21,24 @@ _PAGE_SIZE = """() => {
   const root = document.documentElement;
   return [root.clientWidth, Math.max(root.scrollHeight, document.body ? document.body.scrollHeight : 0)];
 }"""
+# Scrolls the page through once, a viewport at a time down to `maxHeight` (what a full-page screenshot
+# shows) or until `budgetMs` is spent, then back to the top. Images with loading=lazy and lazy loaders
+# watching with an IntersectionObserver load only as they come near the viewport; a full-page capture
+# does not scroll, so without this they are blank in it.
+_SCROLL_THROUGH = """async ([maxHeight, budgetMs, pauseMs]) => {
+  const started = performance.now();
+  const root = document.scrollingElement || document.documentElement;
+  const step = Math.max(200, window.innerHeight || 0);
+  let y = 0;
+  while (y + step < Math.min(maxHeight, root.scrollHeight) && performance.now() - started < budgetMs) {
+    y += step;
+    window.scrollTo(0, y);
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+  }
+  window.scrollTo(0, 0);
+  return y;
+}"""
+SCROLL_PAUSE_MS = 100  # per viewport: long enough for an IntersectionObserver to fire and a request to start
 # A cut that still comes out too big is retried this much smaller than proportional (PNG size is not
 # linear in height).
 _SHRINK = 0.85
@@ -64,6 +82,15 @@ class Shot:
     width: int
     height: int
     truncated: bool
+
+
+async def scroll_through(tab: Tab, *, budget_s: float) -> int:
+    """Bring into view, once, everything a full-page screenshot shows (so what loads on sight has
+    started loading); the pixels scrolled. The page is back at its top afterwards."""
+    if budget_s <= 0:
+        return 0
+    args = [MAX_FULL_PAGE_HEIGHT, int(budget_s * 1000), SCROLL_PAUSE_MS]
+    return int(await tab.guard(tab.check().evaluate(_SCROLL_THROUGH, args)) or 0)
 
 
 async def screenshot(tab: Tab, *, full_page: bool, timeout_ms: float) -> Shot:

@@ -52,6 +52,10 @@ log = logging.getLogger("boxwright.agent.scrape")
 
 SETTLE_QUIET_MS = 500
 SMART_WAIT_MAX_S = 10.0
+# Before a full-page screenshot: at most this long scrolling the page through, then this long for what that
+# loaded (network quiet and DOM stable, as the smart wait).
+LAZY_SCROLL_MAX_S = 3.0
+LAZY_SETTLE_MAX_S = 3.0
 # Kept back from loading and waiting for reading the page: this long, or this share of a small budget.
 READ_RESERVE_S = 8.0
 READ_RESERVE_SHARE = 0.3
@@ -158,6 +162,13 @@ class ScrapeService:
             bound = min(SMART_WAIT_MAX_S, budget.remaining() - reserve)
             settled = await self._smart_wait(tab, bound)
             wait = "settled" if settled else "unsettled"
+        if fmt == "fullscreenshot":
+            # What loads on sight (lazy images) loads before the capture: scroll the page through, then
+            # wait for the network and the DOM once more. Within what the wait above left.
+            spare = budget.remaining() - reserve
+            with contextlib.suppress(PlaywrightError):
+                if await output.scroll_through(tab, budget_s=min(LAZY_SCROLL_MAX_S, spare / 2)):
+                    await self._smart_wait(tab, min(LAZY_SETTLE_MAX_S, budget.remaining() - reserve))
         rereads = 0
         while True:
             try:

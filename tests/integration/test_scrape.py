@@ -150,6 +150,14 @@ async def formats(p: Scraper) -> None:
     (w1, h1), (w2, h2) = png_size(shot_png), png_size(full_png)
     assert (shot["width"], shot["height"]) == (w1, h1) and (full["width"], full["height"]) == (w2, h2)
     assert w1 == w2 and h2 > h1 and "screenshot" not in shot
+    # What loads on sight (loading=lazy, a lazy loader's IntersectionObserver) is in a full-page capture:
+    # the page is scrolled through first. The viewport's capture asks for neither picture.
+    await p.image("/lazy", "screenshot")
+    assert (await p.ok("/seen"))["markdown"].split() == ["none"]
+    lazy, lazy_png = await p.image("/lazy", "fullscreenshot")
+    assert (await p.ok("/seen"))["markdown"].split() == ["/noise.png?native", "/noise.png?observer"]
+    # Both painted: 2 × 400 × 200 pixels of noise do not compress (the blank page is a few KiB).
+    assert len(base64.b64decode(lazy_png)) > 400_000 and lazy["height"] > 7000, (len(lazy_png), lazy)
 
 
 async def waits_and_fallback(p: Scraper) -> None:

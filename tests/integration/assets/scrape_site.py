@@ -4,13 +4,18 @@
 load · /late fetches /slow-data (0.7 s) after load and shows it · /nav-only nothing but menus · /gone a
 404 page · /file.pdf a PDF that is not readable · /report.pdf a two-page PDF · /big 9 MiB of HTML ·
 /never never answers (60 s) · /to-https sends itself to https (this server speaks http only), as some
-sites do · /to-article sends itself on to /article. `python3 scrape_site.py PORT TLS_PORT` also serves
-them over https on TLS_PORT, on every address, with the self-signed certificate in cert.pem / key.pem.
+sites do · /to-article sends itself on to /article · /lazy two noise images far down the page, one
+with loading=lazy, one behind a lazy loader's IntersectionObserver · /seen which of them were asked
+for. `python3 scrape_site.py PORT TLS_PORT` also serves them over https on TLS_PORT, on every address,
+with the self-signed certificate in cert.pem / key.pem.
 """
 
+import random
+import struct
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FACTS = [
@@ -116,6 +121,29 @@ def make_pdf(title: str, pages: list[str], link: str) -> bytes:
     return bytes(out)
 
 
+def noise_png(width: int, height: int) -> bytes:
+    """An RGB PNG of random pixels: it cannot compress, so a screenshot that shows it is big."""
+    rng = random.Random(7)
+    raw = b"".join(b"\x00" + rng.randbytes(width * 3) for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+NOISE = noise_png(400, 200)
+LAZY = """<!doctype html><html><head><title>Lazy</title></head><body><h1>Pictures far down</h1>
+<div style="height:6000px">Scroll on.</div>
+<img loading="lazy" src="/noise.png?native" width="400" height="200" alt="native">
+<div style="height:1200px">Further.</div>
+<img class="lazy" data-src="/noise.png?observer" width="400" height="200" alt="observer">
+<script>const seen = new IntersectionObserver((entries) => entries.forEach((e) => {
+  if (e.isIntersecting) { e.target.src = e.target.dataset.src; seen.unobserve(e.target); } }));
+document.querySelectorAll("img.lazy").forEach((img) => seen.observe(img));</script></body></html>"""
+ASKED: set[str] = set()
+
 REPORT_PDF = make_pdf("Fox report", ["Foxes run fast.", "Dogs sleep late."], "https://example.org/fox")
 
 
@@ -140,10 +168,15 @@ class Handler(BaseHTTPRequestHandler):
             return self.send("SLOW DATA LOADED", ctype="text/plain")
         if path == "/file.pdf":
             return self.send(b"%PDF-1.4\n%%EOF\n", ctype="application/pdf")
+        if path == "/noise.png":
+            ASKED.add(self.path)
+            return self.send(NOISE, ctype="image/png")
+        if path == "/seen":
+            return self.send(" ".join(sorted(ASKED)) or "none", ctype="text/plain")
         if path == "/report.pdf":
             return self.send(REPORT_PDF, ctype="application/pdf")
         pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,
-                 "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE, "/desk": DESK}  # fmt: skip
+                 "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE, "/desk": DESK, "/lazy": LAZY}  # fmt: skip
         if path in pages:
             return self.send(pages[path])
         return self.send(GONE, 404)
