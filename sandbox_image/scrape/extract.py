@@ -20,7 +20,7 @@ from lxml.html import HtmlElement, tostring
 from sandbox_image.scrape.annotate import annotate_page
 from sandbox_image.scrape.document import Document, choose_document
 from sandbox_image.scrape.dom import HIDDEN_MARK, HIDDEN_REASONS, remove_own_text, strip_marks
-from sandbox_image.scrape.links import extract_links
+from sandbox_image.scrape.links import document_base, extract_links
 from sandbox_image.scrape.main_content import content_element, implausibly_short, select_blocks
 from sandbox_image.scrape.markdown import to_markdown
 from sandbox_image.scrape.metadata import PageMetadata, extract_metadata
@@ -81,6 +81,7 @@ def extract_html(
     root = document.root
     metadata = extract_metadata(root, url)
     links = extract_links(root, url)
+    base = document_base(root, url)  # what relative links and images resolve against, as in the browser
     fallback = False
     if only_main_content:
         selection = select_blocks(document, url, lang or metadata.language, models, voter_texts, selector)
@@ -89,12 +90,12 @@ def extract_html(
     else:
         content = visible_body(document)
     strip_marks(content)
-    markdown = to_markdown(content, url)
+    markdown = to_markdown(content, base, url)
     if only_main_content and not fallback and implausibly_short(len(markdown.split()), selection.page_words):
         # The kept blocks rendered to (almost) nothing, e.g. all inside elements markdown drops.
         content = visible_body(document)
         strip_marks(content)
-        markdown, fallback = to_markdown(content, url), True
+        markdown, fallback = to_markdown(content, base, url), True
     return ExtractedPage(
         url=url,
         title=metadata.title,

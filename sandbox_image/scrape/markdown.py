@@ -366,14 +366,16 @@ def _post_key(element: HtmlElement) -> tuple[str, str] | None:
     return (tag, token) if token else None
 
 
-def to_markdown(content: HtmlElement | str, base_url: str = "") -> str:
-    """Markdown of an element (or an HTML string); links and images absolute against base_url."""
+def to_markdown(content: HtmlElement | str, base_url: str = "", page_url: str = "") -> str:
+    """Markdown of an element (or an HTML string); links and images absolute against base_url (the
+    document's <base href>, as the browser resolves them; links.document_base). page_url, when it
+    differs, is the page itself, for links to a place on it (permalinks)."""
     if isinstance(content, str):
         html = content
     else:
         mark_code_languages(content)
         unlink_dead_links(content)
-        drop_permalinks(content, base_url)
+        drop_permalinks(content, page_url or base_url)
         lift_hollow_list_items(content)
         unbold_headings(content)
         separate_posts(content)

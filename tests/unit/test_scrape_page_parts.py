@@ -43,6 +43,22 @@ def test_links_resolve_against_base_href() -> None:
     assert extract_links(root, URL) == ["https://cdn.example.net/root/x"]
 
 
+def test_markdown_links_and_images_resolve_against_base_href_too() -> None:
+    # An app served with <base href="/"> (Angular's default): the browser takes `docs/x` to /docs/x,
+    # so the markdown must, as the links format does; a heading's permalink to the page still goes.
+    from sandbox_image.scrape.extract import extract_html
+
+    body = (
+        '<h2 id="s">Setup<a href="/blog/post.html#s">#</a></h2><p>Read <a href="docs/x">the guide</a> '
+        'and <a href="#s">this part</a>.</p><img src="img/a.png" alt="A">'
+    )
+    page = extract_html(doc(body, head='<base href="/">'), URL, only_main_content=False)
+    assert "[the guide](https://example.org/docs/x)" in page.markdown
+    assert "![A](https://example.org/img/a.png)" in page.markdown
+    assert "## Setup\n" in page.markdown and "#](" not in page.markdown
+    assert page.links == ["https://example.org/blog/post.html", "https://example.org/docs/x"]
+
+
 def test_metadata_from_meta_tags() -> None:
     head = (
         "<title> The  title </title>"
