@@ -20,7 +20,7 @@ from lxml.html import HtmlElement, tostring
 from sandbox_image.scrape.annotate import annotate_page
 from sandbox_image.scrape.document import Document, choose_document
 from sandbox_image.scrape.dom import HIDDEN_MARK, HIDDEN_REASONS, remove_own_text, strip_marks
-from sandbox_image.scrape.links import document_base, extract_links
+from sandbox_image.scrape.links import document_base, extract_links, make_absolute
 from sandbox_image.scrape.main_content import content_element, implausibly_short, select_blocks
 from sandbox_image.scrape.markdown import to_markdown
 from sandbox_image.scrape.metadata import PageMetadata, extract_metadata
@@ -96,6 +96,7 @@ def extract_html(
         content = visible_body(document)
         strip_marks(content)
         markdown, fallback = to_markdown(content, base, url), True
+    make_absolute(content, base)  # the html format, out of its page
     return ExtractedPage(
         url=url,
         title=metadata.title,

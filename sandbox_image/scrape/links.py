@@ -23,6 +23,45 @@ def document_base(root: HtmlElement, url: str) -> str:
     return url
 
 
+def srcset_candidates(srcset: str) -> list[tuple[str, str]]:
+    """A srcset's (URL, descriptors) pairs, as HTML parses it: a URL runs to the next whitespace (commas
+    in it stay: image CDNs write `c_crop,h_300`), a trailing comma ends a candidate without descriptors,
+    and a candidate's descriptors (`400w`, `2x`) run to the next comma."""
+    candidates: list[tuple[str, str]] = []
+    position, n = 0, len(srcset)
+    while position < n:
+        while position < n and (srcset[position].isspace() or srcset[position] == ","):
+            position += 1
+        start = position
+        while position < n and not srcset[position].isspace():
+            position += 1
+        url = srcset[start:position]
+        if not url:
+            break
+        if url.endswith(","):
+            candidates.append((url.rstrip(","), ""))
+            continue
+        start = position
+        while position < n and srcset[position] != ",":  # the descriptors
+            position += 1
+        candidates.append((url, srcset[start:position].strip()))
+    return candidates
+
+
+def srcset_urls(srcset: str) -> list[str]:
+    return [url for url, _ in srcset_candidates(srcset)]
+
+
+def make_absolute(element: HtmlElement, base: str) -> None:
+    """Every URL in `element` absolute against `base` (links, sources, srcsets, styles' url()), so HTML
+    taken out of its page still points where the page did; one that cannot be resolved goes."""
+    element.make_links_absolute(base, resolve_base_href=False, handle_failures="discard")
+    for node in element.iter():  # lxml leaves srcset alone
+        srcset = node.get("srcset") if isinstance(node.tag, str) else None
+        if srcset:
+            node.set("srcset", ", ".join(f"{urljoin(base, u)} {d}".strip() for u, d in srcset_candidates(srcset)))
+
+
 def absolute_url(href: str, base: str) -> str | None:
     """`href` made absolute, without fragment; None unless it is an http(s) URL."""
     href = href.strip()

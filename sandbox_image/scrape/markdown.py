@@ -20,6 +20,8 @@ from urllib.parse import urldefrag, urljoin
 import html_to_markdown
 from lxml.html import HtmlElement, tostring
 
+from sandbox_image.scrape.links import srcset_urls
+
 # One class token naming a language: language-x, lang-x, highlight-x, highlight-source-x, brush:x.
 _LANG_TOKEN = re.compile(r"^(?:language|lang|highlight-source|highlight|brush|sourcecode)[-:]+([a-z0-9_+#.-]{1,30})$")
 # Sandpack (CodeSandbox's editor: react.dev and other docs) names the language as `sp-javascript`, among
@@ -138,30 +140,6 @@ def unlink_code(root: HtmlElement) -> None:
 def _followable(url: str) -> bool:
     url = url.strip()
     return bool(url) and not url.lower().startswith("data:")
-
-
-def srcset_urls(srcset: str) -> list[str]:
-    """The candidate URLs of a srcset, as HTML parses it: a URL runs to the next whitespace (commas in
-    it stay: image CDNs write `c_crop,h_300`), a trailing comma ends a candidate without descriptors,
-    and a candidate's descriptors (`400w`, `2x`) run to the next comma."""
-    urls: list[str] = []
-    position, n = 0, len(srcset)
-    while position < n:
-        while position < n and (srcset[position].isspace() or srcset[position] == ","):
-            position += 1
-        start = position
-        while position < n and not srcset[position].isspace():
-            position += 1
-        url = srcset[start:position]
-        if not url:
-            break
-        if url.endswith(","):
-            urls.append(url.rstrip(","))
-            continue
-        urls.append(url)
-        while position < n and srcset[position] != ",":  # the descriptors
-            position += 1
-    return urls
 
 
 def use_lazy_sources(root: HtmlElement) -> None:

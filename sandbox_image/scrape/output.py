@@ -32,10 +32,10 @@ _SCROLL_THROUGH = """async ([maxHeight, budgetMs, pauseMs]) => {
   let y = 0;
   while (y + step < Math.min(maxHeight, root.scrollHeight) && performance.now() - started < budgetMs) {
     y += step;
-    window.scrollTo(0, y);
+    window.scrollTo({ top: y, behavior: "instant" }); // not smooth, whatever the CSS says
     await new Promise((resolve) => setTimeout(resolve, pauseMs));
   }
-  window.scrollTo(0, 0);
+  window.scrollTo({ top: 0, behavior: "instant" });
   return y;
 }"""
 SCROLL_PAUSE_MS = 100  # per viewport: long enough for an IntersectionObserver to fire and a request to start

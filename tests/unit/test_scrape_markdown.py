@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sandbox_image.scrape.dom import parse_html
-from sandbox_image.scrape.markdown import srcset_urls, to_markdown
+from sandbox_image.scrape.markdown import to_markdown
 from sandbox_image.scrape.plaintext import markdown_to_text
 
 BASE = "https://example.org/docs/page.html"
@@ -299,17 +299,6 @@ def test_a_lazy_loaders_real_source_replaces_its_placeholder() -> None:
     assert flag.strip() == "![R](https://example.org/real.jpg)"
     # A data: URI in data-src is no better than one in src: the image goes.
     assert md('<p>y</p><img src="" data-src="data:image/gif;base64,R0l" alt="z">').strip() == "y"
-
-
-def test_srcset_urls_follow_the_html_parsing_rules() -> None:
-    assert srcset_urls("a.jpg 1x, b.jpg 2x") == ["a.jpg", "b.jpg"]
-    assert srcset_urls("a.jpg,b.jpg") == ["a.jpg,b.jpg"]  # one URL: commas end a URL only before a space
-    assert srcset_urls("a.jpg, b.jpg") == ["a.jpg", "b.jpg"]
-    assert srcset_urls("https://x/c_fill,w_50/p.png 50w,https://x/q.png 99w") == [
-        "https://x/c_fill,w_50/p.png",
-        "https://x/q.png",
-    ]
-    assert srcset_urls("  ") == []
 
 
 def test_an_image_without_alt_text_is_shown_once_and_a_repeated_icon_not_at_all() -> None:

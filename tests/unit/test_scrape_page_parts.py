@@ -9,7 +9,7 @@ from sandbox_image.scrape.align import kept_blocks
 from sandbox_image.scrape.blocks import segment
 from sandbox_image.scrape.document import choose_document
 from sandbox_image.scrape.dom import parse_html, visible_document
-from sandbox_image.scrape.links import extract_links
+from sandbox_image.scrape.links import extract_links, make_absolute, srcset_urls
 from sandbox_image.scrape.main_content import implausibly_short
 from sandbox_image.scrape.metadata import extract_metadata
 
@@ -57,6 +57,30 @@ def test_markdown_links_and_images_resolve_against_base_href_too() -> None:
     assert "![A](https://example.org/img/a.png)" in page.markdown
     assert "## Setup\n" in page.markdown and "#](" not in page.markdown
     assert page.links == ["https://example.org/blog/post.html", "https://example.org/docs/x"]
+    assert 'href="https://example.org/docs/x"' in page.html and 'src="https://example.org/img/a.png"' in page.html
+
+
+def test_srcset_urls_follow_the_html_parsing_rules() -> None:
+    assert srcset_urls("a.jpg 1x, b.jpg 2x") == ["a.jpg", "b.jpg"]
+    assert srcset_urls("a.jpg,b.jpg") == ["a.jpg,b.jpg"]  # one URL: commas end a URL only before a space
+    assert srcset_urls("a.jpg, b.jpg") == ["a.jpg", "b.jpg"]
+    assert srcset_urls("https://x/c_fill,w_50/p.png 50w,https://x/q.png 99w") == [
+        "https://x/c_fill,w_50/p.png",
+        "https://x/q.png",
+    ]
+    assert srcset_urls("  ") == []
+
+
+def test_html_taken_out_of_its_page_points_where_the_page_did() -> None:
+    root = parse_html(
+        '<div><a href="docs/x">x</a><img src="a.png" srcset="a-1.png 1x, https://cdn.example/c_fill,w_9/b.png 2x">'
+        '<a href="http://[bad">b</a><p style="background:url(bg.png)">p</p></div>'
+    )
+    make_absolute(root, "https://example.org/base/")
+    (a, bad), img = list(root.iter("a")), next(root.iter("img"))
+    assert a.get("href") == "https://example.org/base/docs/x" and img.get("src") == "https://example.org/base/a.png"
+    assert img.get("srcset") == "https://example.org/base/a-1.png 1x, https://cdn.example/c_fill,w_9/b.png 2x"
+    assert bad.get("href") is None  # cannot be resolved: dropped, not left relative
 
 
 def test_metadata_from_meta_tags() -> None:

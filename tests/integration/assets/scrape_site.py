@@ -134,7 +134,8 @@ def noise_png(width: int, height: int) -> bytes:
 
 
 NOISE = noise_png(400, 200)
-LAZY = """<!doctype html><html><head><title>Lazy</title></head><body><h1>Pictures far down</h1>
+LAZY = """<!doctype html><html><head><title>Lazy</title><style>html { scroll-behavior: smooth }</style></head>
+<body><h1>Pictures far down</h1>
 <div style="height:6000px">Scroll on.</div>
 <img loading="lazy" src="/noise.png?native" width="400" height="200" alt="native">
 <div style="height:1200px">Further.</div>
