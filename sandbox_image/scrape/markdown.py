@@ -4,10 +4,12 @@ language, nested lists, emphasis, and absolute link and image URLs.
 Chosen over markdownify (slower, leaves `|` in table cells unescaped) and html2text (GPL-3.0);
 compared in docs/scrape-quality.md. Before converting, code blocks get their language where sites
 put it somewhere html-to-markdown does not look (Sphinx's `highlight-python` wrapper, GitHub's
-`highlight-source-rust`, `data-lang`), links that go nowhere (javascript:, bare #) become text,
-headings lose their permalinks, a list item left with only a nested list gives way to its items,
-an all-bold heading loses the bold, and a thread's posts get a rule between them; after, invisible
-whitespace noise goes (outside code).
+`highlight-source-rust`, `data-lang`, Sandpack's `sp-javascript`), links that go nowhere
+(javascript:, bare #) become text, headings lose their permalinks, a list item left with only a
+nested list gives way to its items, an all-bold heading loses the bold, a thread's posts get a rule
+between them, images take a lazy loader's real source, an image without alt text comes once (one
+repeated down the page, an icon, not at all), and items left empty go; after, invisible whitespace
+noise goes (outside code).
 """
 
 from __future__ import annotations
