@@ -6,6 +6,7 @@ first part of a huge page, and knows it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -39,6 +40,7 @@ _SCROLL_THROUGH = """async ([maxHeight, budgetMs, pauseMs]) => {
   return y;
 }"""
 SCROLL_PAUSE_MS = 100  # per viewport: long enough for an IntersectionObserver to fire and a request to start
+SCROLL_GRACE_S = 1.0
 # A cut that still comes out too big is retried this much smaller than proportional (PNG size is not
 # linear in height).
 _SHRINK = 0.85
@@ -86,11 +88,19 @@ class Shot:
 
 async def scroll_through(tab: Tab, *, budget_s: float) -> int:
     """Bring into view, once, everything a full-page screenshot shows (so what loads on sight has
-    started loading); the pixels scrolled. The page is back at its top afterwards."""
+    started loading); the pixels scrolled. The page is back at its top afterwards. Bounded from here
+    too (SCROLL_GRACE_S past the page's own bound): a page whose timers never fire (it replaced
+    setTimeout) is captured as it is, not waited on until the call's deadline."""
     if budget_s <= 0:
         return 0
     args = [MAX_FULL_PAGE_HEIGHT, int(budget_s * 1000), SCROLL_PAUSE_MS]
-    return int(await tab.guard(tab.check().evaluate(_SCROLL_THROUGH, args)) or 0)
+    try:
+        scrolled = await tab.guard(
+            asyncio.wait_for(tab.check().evaluate(_SCROLL_THROUGH, args), budget_s + SCROLL_GRACE_S)
+        )
+    except TimeoutError:
+        return 0
+    return int(scrolled or 0)
 
 
 async def screenshot(tab: Tab, *, full_page: bool, timeout_ms: float) -> Shot:

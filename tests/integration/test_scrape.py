@@ -158,6 +158,8 @@ async def formats(p: Scraper) -> None:
     assert (await p.ok("/seen"))["markdown"].split() == ["/noise.png?native", "/noise.png?observer"]
     # Both painted: 2 × 400 × 200 pixels of noise do not compress (the blank page is a few KiB).
     assert len(base64.b64decode(lazy_png)) > 400_000 and lazy["height"] > 7000, (len(lazy_png), lazy)
+    stuck, _ = await p.image("/stuck", "fullscreenshot")  # the scroll waits on the page's timers: bounded
+    assert stuck["height"] > 3000 and stuck["elapsedMs"] < 30_000, stuck
 
 
 async def waits_and_fallback(p: Scraper) -> None:

@@ -6,8 +6,8 @@ load · /late fetches /slow-data (0.7 s) after load and shows it · /nav-only no
 /never never answers (60 s) · /to-https sends itself to https (this server speaks http only), as some
 sites do · /to-article sends itself on to /article · /lazy two noise images far down the page, one
 with loading=lazy, one behind a lazy loader's IntersectionObserver · /seen which of them were asked
-for. `python3 scrape_site.py PORT TLS_PORT` also serves them over https on TLS_PORT, on every address,
-with the self-signed certificate in cert.pem / key.pem.
+for · /stuck a page whose timers never fire. `python3 scrape_site.py PORT TLS_PORT` also serves them
+over https on TLS_PORT, on every address, with the self-signed certificate in cert.pem / key.pem.
 """
 
 import random
@@ -143,6 +143,9 @@ LAZY = """<!doctype html><html><head><title>Lazy</title><style>html { scroll-beh
 <script>const seen = new IntersectionObserver((entries) => entries.forEach((e) => {
   if (e.isIntersecting) { e.target.src = e.target.dataset.src; seen.unobserve(e.target); } }));
 document.querySelectorAll("img.lazy").forEach((img) => seen.observe(img));</script></body></html>"""
+# A page that took setTimeout away (as a hostile or broken page may): what waits on a timer in it never ends.
+STUCK = """<!doctype html><html><head><title>Stuck</title></head><body><h1>Timers never fire</h1>
+<div style="height:3000px">Long.</div><script>window.setTimeout = () => 0;</script></body></html>"""
 ASKED: set[str] = set()
 
 REPORT_PDF = make_pdf("Fox report", ["Foxes run fast.", "Dogs sleep late."], "https://example.org/fox")
@@ -177,7 +180,8 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/report.pdf":
             return self.send(REPORT_PDF, ctype="application/pdf")
         pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,
-                 "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE, "/desk": DESK, "/lazy": LAZY}  # fmt: skip
+                 "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE, "/desk": DESK, "/lazy": LAZY,
+                 "/stuck": STUCK}  # fmt: skip
         if path in pages:
             return self.send(pages[path])
         return self.send(GONE, 404)
