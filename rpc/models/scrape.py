@@ -66,6 +66,12 @@ class ScrapeOptions(Params):
         le=MAX_BROWSER_TIMEOUT_MS,
         description="Time to load and read the page, on top of waitFor",
     )
+    includeIframes: bool = Field(
+        False,
+        description="markdown/html/links: also read the page's visible iframes and frames (cross-origin ones "
+        "too), each in its place; off by default, as embeds are mostly ads, players and widgets. For a page "
+        "whose content is in a frame (a frameset, an embedded document)",
+    )
 
 
 class ScrapeRequest(ScrapeOptions):
@@ -134,6 +140,9 @@ class ScrapeOutput(Result):
     wait: Literal["fixed", "settled", "unsettled"] = Field(
         description="fixed: waited waitFor ms; settled: the page went quiet; unsettled: it never did, so it was "
         "read when the smart wait's bound ran out"
+    )
+    iframes: int | None = Field(
+        None, description="With includeIframes: how many frames' documents were read in (markdown, html, links)"
     )
     elapsedMs: int = Field(description="Time spent in the sandbox's browser")
 

@@ -7,11 +7,18 @@
 //   data-bw-fs="16"                                                 computed font size of a block
 //
 // Open shadow roots are inlined into the clone, so their text is part of the HTML too.
+//
+// options.frames: <iframe>/<frame> elements of this document whose own documents the caller reads
+// (frames.py); the clone marks each data-bw-frame="i" and `frames` returns their boxes. options.offset:
+// where this document's viewport sits on the top page (a frame's), added to every box.
 (options) => {
   const maxBoxes = (options && options.maxBoxes) || 20000;
+  const frameElements = (options && options.frames) || [];
+  const offset = (options && options.offset) || [0, 0];
+  const offsetX = offset[0] || 0, offsetY = offset[1] || 0;
   const doc = document;
   const root = doc.documentElement;
-  if (!root) return { html: "", stats: {} };
+  if (!root) return { html: "", stats: {}, frames: [] };
   const scrollX = window.scrollX, scrollY = window.scrollY;
   const docWidth = Math.max(root.scrollWidth, window.innerWidth);
   const docHeight = Math.max(root.scrollHeight, window.innerHeight);
@@ -69,8 +76,8 @@
         return;
       }
       if (boxes.size < maxBoxes && BLOCKY.has(cs.display) && (hasText(el) || el.children.length)) {
-        boxes.set(el, [Math.round(x), Math.round(y), Math.round(rect.width), Math.round(rect.height),
-          Math.round(parseFloat(cs.fontSize) || 0)]);
+        boxes.set(el, [Math.round(x + offsetX), Math.round(y + offsetY), Math.round(rect.width),
+          Math.round(rect.height), Math.round(parseFloat(cs.fontSize) || 0)]);
       }
     }
     for (const child of el.children) visit(child);
@@ -78,12 +85,23 @@
   };
   if (doc.body) visit(doc.body);
 
+  const shown = (el) => {
+    for (let node = el; node; node = node.parentNode instanceof ShadowRoot ? node.parentNode.host : node.parentElement) {
+      const reason = hidden.get(node);
+      if (reason && reason !== "aria" && reason !== "visibility-text") return false;
+    }
+    return true;
+  };
+
   // Clone with the marks: walk the original and the clone in step (same structure).
+  const frameIndex = new Map(frameElements.map((el, i) => [el, i]));
   const cloneWithMarks = (src) => {
     const copy = src.cloneNode(false);
     if (src.nodeType === 1) {
       const reason = hidden.get(src);
       if (reason) { copy.setAttribute("data-bw-hidden", reason); stats.hidden++; }
+      const frame = frameIndex.get(src);
+      if (frame !== undefined) copy.setAttribute("data-bw-frame", String(frame));
       const box = boxes.get(src);
       if (box) {
         copy.setAttribute("data-bw-box", box.slice(0, 4).join(" "));
@@ -114,5 +132,12 @@
     height: docHeight,
     viewportWidth: window.innerWidth,
     stats,
+    // Where each frame's viewport sits on the top page (inside its border), its size, and whether a reader
+    // can see it (neither it nor an ancestor hidden).
+    frames: frameElements.map((el) => {
+      const r = el.getBoundingClientRect();
+      return [Math.round(r.left + scrollX + el.clientLeft + offsetX), Math.round(r.top + scrollY + el.clientTop + offsetY),
+        el.clientWidth, el.clientHeight, shown(el)];
+    }),
   };
 }

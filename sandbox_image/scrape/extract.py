@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from lxml.html import HtmlElement, tostring
@@ -20,6 +20,7 @@ from lxml.html import HtmlElement, tostring
 from sandbox_image.scrape.annotate import annotate_page
 from sandbox_image.scrape.document import Document, choose_document
 from sandbox_image.scrape.dom import HIDDEN_MARK, HIDDEN_REASONS, remove_own_text, strip_marks
+from sandbox_image.scrape.frames import annotate_with_frames
 from sandbox_image.scrape.links import document_base, extract_links, make_absolute
 from sandbox_image.scrape.main_content import content_element, implausibly_short, select_blocks
 from sandbox_image.scrape.markdown import to_markdown
@@ -46,6 +47,7 @@ class ExtractedPage:
     main_content: bool = True  # False: the whole page (asked for, or the fallback)
     fallback: bool = False  # main content was asked for but came out empty or implausibly short
     source: str = "rendered"  # "rendered", or "static" when the server's HTML was read instead
+    frames: int | None = None  # frame documents read in (when asked for)
 
 
 def visible_body(document: Document) -> HtmlElement:
@@ -111,15 +113,20 @@ def extract_html(
 
 
 async def extract_page(
-    page: Page, *, only_main_content: bool = True, response_html: str | None = None
+    page: Page, *, only_main_content: bool = True, response_html: str | None = None, frames_s: float | None = None
 ) -> ExtractedPage:
     """Annotate the rendered `page` in the browser, then extract from it in a worker thread.
 
     `response_html` is the body of the navigation response, when the caller kept it: it lets
     extraction fall back to the server's HTML for pages whose scripts failed to render them.
+    `frames_s`: read the page's frames in place too, within that many seconds (frames.py).
     """
-    annotated = await annotate_page(page)
-    return await asyncio.to_thread(
+    frames = None
+    if frames_s is None:
+        annotated = await annotate_page(page)
+    else:
+        annotated, frames = await annotate_with_frames(page, frames_s)
+    extracted = await asyncio.to_thread(
         extract_html,
         annotated.html,
         annotated.url,
@@ -127,3 +134,4 @@ async def extract_page(
         response_html=response_html,
         lang=annotated.lang,
     )
+    return extracted if frames is None else replace(extracted, frames=frames)

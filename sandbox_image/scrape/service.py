@@ -45,6 +45,7 @@ from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.scrape import loading, output, pdf
 from sandbox_image.scrape.dom import parse_html
 from sandbox_image.scrape.extract import extract_page
+from sandbox_image.scrape.frames import annotate_with_frames
 from sandbox_image.scrape.links import extract_links
 from sandbox_image.scrape.metadata import PageMetadata, extract_metadata
 
@@ -56,6 +57,8 @@ SMART_WAIT_MAX_S = 10.0
 # loaded (network quiet and DOM stable, as the smart wait).
 LAZY_SCROLL_MAX_S = 3.0
 LAZY_SETTLE_MAX_S = 3.0
+# Reading the page's frames (includeIframes): at most this long, and at most half of what is left.
+FRAMES_MAX_S = 6.0
 # Kept back from loading and waiting for reading the page: this long, or this share of a small budget.
 READ_RESERVE_S = 8.0
 READ_RESERVE_SHARE = 0.3
@@ -220,16 +223,21 @@ class ScrapeService:
 
         result: dict[str, Any] = {}
         main_content = fallback = truncated = False
+        frames_s = min(FRAMES_MAX_S, budget.remaining() / 2) if params.includeIframes and loaded.is_html else None
         if fmt in ("markdown", "html") and loaded.is_html:
             extracted = await extract_page(
-                page, only_main_content=params.onlyMainContent, response_html=loaded.response_html
+                page, only_main_content=params.onlyMainContent, response_html=loaded.response_html, frames_s=frames_s
             )
             text, truncated = output.cap_text(extracted.markdown if fmt == "markdown" else extracted.html)
-            result[fmt] = text
+            result.update({fmt: text, "iframes": extracted.frames})
             meta, title = extracted.metadata, extracted.title
             main_content, fallback = extracted.main_content, extracted.fallback
         else:
-            html = await tab.guard(page.content())
+            if fmt == "links" and frames_s is not None:
+                annotated, result["iframes"] = await tab.guard(annotate_with_frames(page, frames_s))
+                html = annotated.html
+            else:
+                html = await tab.guard(page.content())
             meta, links = await asyncio.to_thread(_read_document, html, tab.url, fmt == "links")
             title = meta.title
             if fmt == "links":

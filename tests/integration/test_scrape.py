@@ -144,6 +144,12 @@ async def formats(p: Scraper) -> None:
     assert "<h1>Foxes and dogs</h1>" in html["html"] and html["markdown"] is None
     links = await p.ok("/article", format="links")
     assert links["links"] == [f"{BASE}/", f"{BASE}/about", f"{BASE}/more", "https://example.org/fox"]
+    framed = await p.ok("/framed", includeIframes=True)  # a document in a frame from another origin
+    other = f"http://localhost:{PORT}"
+    assert (
+        framed["iframes"] == 1 and "# Foxes and dogs" in framed["markdown"] and f"({other}/more)" in framed["markdown"]
+    )
+    assert "Foxes and dogs" not in (await p.ok("/framed", onlyMainContent=False))["markdown"]  # not unless asked
 
     shot, shot_png = await p.image("/article", "screenshot")
     full, full_png = await p.image("/article", "fullscreenshot")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import re
 import socket
 import struct
 from collections.abc import AsyncIterator
@@ -55,6 +56,25 @@ NAV_ONLY = """<!doctype html><html><head><title>Menu</title></head><body>
 <footer><a href="/privacy">Privacy</a> <a href="/terms">Terms</a></footer></body></html>"""
 
 
+# Frames: /framed holds /article (same origin) and /inner from the other origin (localhost instead of
+# 127.0.0.1), which holds a srcdoc frame of its own; a hidden frame, a tracking pixel and a frame that never
+# loads are not read. /frameset is a page that is nothing but frames.
+FRAMED = """<!doctype html><html><head><title>Framed</title></head><body><h1>Framed page</h1>
+<iframe src="/article" width="800" height="600"></iframe>
+<iframe src="{other}/inner" width="600" height="300" class="embed"></iframe>
+<iframe src="/secret" style="display:none"></iframe><iframe src="/secret" width="1" height="1"></iframe>
+<iframe src="/never" width="300" height="100"></iframe></body></html>"""
+INNER = """<!doctype html><html><head><title>Inner</title></head><body>
+<p>Cross origin words from the other site, a whole sentence of them to read here.</p><a href="rel">relative</a>
+<iframe srcdoc="<p>Nested srcdoc words</p>" width="300" height="100"></iframe></body></html>"""
+FRAMESET = """<!doctype html><html><head><title>Frames</title></head><frameset cols="30%,70%">
+<frame src="/nav-only"><frame src="/article"><noframes>Noframes text</noframes></frameset></html>"""
+
+
+def other_origin(request: web.Request) -> str:
+    return f"http://localhost:{request.url.port}"
+
+
 def html(text: str, status: int = 200) -> web.Response:
     return web.Response(text=text, content_type="text/html", status=status)
 
@@ -97,6 +117,10 @@ ROUTES: dict[str, Any] = {
     "/alert": lambda _r: html("<title>Alert</title><script>alert('hi')</script><main><p>After the alert.</p></main>"),
     "/cookie": show_cookie,
     "/moved": lambda _r: web.Response(status=302, headers={"Location": "/article"}),
+    "/framed": lambda r: html(FRAMED.format(other=other_origin(r))),
+    "/inner": lambda _r: html(INNER),
+    "/secret": lambda _r: html("<p>Secret frame words</p>"),
+    "/frameset": lambda _r: html(FRAMESET),
 }
 
 
@@ -232,6 +256,44 @@ async def test_a_page_that_never_stops_navigating_fails_cleanly(
         await scrape(scraper, f"{pages}/article", waitFor=100)
     assert caught.value.code == "EXECUTION_ERROR" and "kept going on to other documents" in caught.value.message
     assert "waitFor" in (caught.value.hint or "") and caught.value.details["reads"] == 3
+
+
+async def test_frames_are_read_in_place_when_asked(scraper: BrowserDriver, pages: str) -> None:
+    other = pages.replace("127.0.0.1", "localhost")
+    plain = await scrape(scraper, f"{pages}/framed", onlyMainContent=False, waitFor=500)
+    assert "Framed page" in plain["markdown"] and "Foxes and dogs" not in plain["markdown"]
+    assert plain["iframes"] is None
+
+    full = await scrape(scraper, f"{pages}/framed", onlyMainContent=False, waitFor=500, includeIframes=True)
+    text = full["markdown"]
+    assert full["iframes"] == 3  # /article, /inner and the srcdoc inside it
+    assert text.index("Framed page") < text.index("# Foxes and dogs") < text.index("Cross origin words")
+    assert "## Part 8" in text and "Nested srcdoc words" in text
+    assert f"({pages}/more#x)" in text and f"({other}/rel)" in text  # against each frame's own address
+    assert "Secret frame words" not in text  # hidden, and a 1x1 pixel
+
+    main = await scrape(scraper, f"{pages}/framed", waitFor=500, includeIframes=True)
+    assert "## Part 8" in main["markdown"] and main["iframes"] == 3
+
+    page_html = await scrape(
+        scraper, f"{pages}/framed", format="html", onlyMainContent=False, waitFor=500, includeIframes=True
+    )
+    assert f'href="{other}/rel"' in page_html["html"] and f'src="{pages}/article"' not in page_html["html"]
+    assert re.search(r"<div class=\"embed\">\s*<p>Cross origin words", page_html["html"]), page_html["html"]
+
+    links = await scrape(scraper, f"{pages}/framed", format="links", waitFor=500, includeIframes=True)
+    assert f"{pages}/more" in links["links"] and f"{other}/rel" in links["links"] and links["iframes"] == 3
+    assert (await scrape(scraper, f"{pages}/framed", format="links", waitFor=500))["links"] == []
+
+
+async def test_a_frameset_page_reads_as_its_frames(scraper: BrowserDriver, pages: str) -> None:
+    out = await scrape(scraper, f"{pages}/frameset", onlyMainContent=False, includeIframes=True)
+    assert out["iframes"] == 2 and out["title"] == "Frames"
+    assert out["markdown"].index("Gamma") < out["markdown"].index("## Part 8")
+    assert "Noframes text" not in out["markdown"]
+    main = await scrape(scraper, f"{pages}/frameset", includeIframes=True)
+    assert "## Part 8" in main["markdown"]
+    assert "Part 8" not in (await scrape(scraper, f"{pages}/frameset"))["markdown"]
 
 
 async def test_http_errors_are_returned_with_the_page(scraper: BrowserDriver, pages: str) -> None:

@@ -70,7 +70,10 @@ def test_schemas_derive_from_the_models() -> None:
     schema = ScrapeRequest.model_json_schema()
     props = schema["properties"]
     assert schema["required"] == ["url"]
-    assert set(props) == {"url", "format", "onlyMainContent", "waitFor", "timeoutMs", "profileId", "sandboxId"}
+    assert set(props) == {
+        "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "includeIframes", "profileId", "sandboxId"
+    }  # fmt: skip
+    assert props["includeIframes"]["default"] is False
     assert props["format"]["default"] == "markdown" and props["onlyMainContent"]["default"] is True
     assert (props["waitFor"]["minimum"], props["waitFor"]["maximum"]) == (0, 60000)
     assert props["profileId"]["default"] == "master" and props["profileId"]["maxLength"] == 64

@@ -58,8 +58,9 @@ def _summary(r: ScrapePageResult) -> str:
         what = f"{len(r.links or [])} links"
     else:
         what = f"{r.width}x{r.height} PNG"
+    frames = f", {r.iframes} frame{'s' if r.iframes != 1 else ''} read in" if r.iframes is not None else ""
     cut = " (truncated)" if r.truncated else ""
-    return f"scrape ok: {r.url}{status} ({r.title}): {what}{cut}"
+    return f"scrape ok: {r.url}{status} ({r.title}): {what}{frames}{cut}"
 
 
 def _present(r: ScrapePageResult, sandbox_id: str | None) -> ToolOutput:
@@ -78,7 +79,8 @@ DESCRIPTION = (
     "otherwise it waits until the page settles. Runs in a throw-away sandbox removed afterwards, or in your "
     "sandbox with sandboxId (e.g. one serving the page on localhost). The sandbox's network mode applies. "
     f"Text is cut at {MAX_CONTENT_BYTES // 1024 // 1024} MiB and links at {MAX_LINKS} (truncated=true says so). "
-    "An HTTP error status still returns the page. A PDF comes back as its text (markdown, html or links)."
+    "An HTTP error status still returns the page. A PDF comes back as its text (markdown, html or links). "
+    "includeIframes=true also reads the page's visible frames in place (a frameset, an embedded document)."
 )
 
 

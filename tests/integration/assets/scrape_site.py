@@ -6,7 +6,8 @@ load · /late fetches /slow-data (0.7 s) after load and shows it · /nav-only no
 /never never answers (60 s) · /to-https sends itself to https (this server speaks http only), as some
 sites do · /to-article sends itself on to /article · /lazy two noise images far down the page, one
 with loading=lazy, one behind a lazy loader's IntersectionObserver · /seen which of them were asked
-for · /stuck a page whose timers never fire. `python3 scrape_site.py PORT TLS_PORT` also serves them
+for · /stuck a page whose timers never fire. /framed /article in a frame from
+the other origin (localhost for 127.0.0.1). `python3 scrape_site.py PORT TLS_PORT` also serves them
 over https on TLS_PORT, on every address, with the self-signed certificate in cert.pem / key.pem.
 """
 
@@ -148,6 +149,8 @@ STUCK = """<!doctype html><html><head><title>Stuck</title></head><body><h1>Timer
 <div style="height:3000px">Long.</div><script>window.setTimeout = () => 0;</script></body></html>"""
 ASKED: set[str] = set()
 
+FRAMED = """<!doctype html><html><head><title>Framed</title></head><body><h1>Framed page</h1>
+<iframe src="http://localhost:PORT/article" width="800" height="600"></iframe></body></html>"""
 REPORT_PDF = make_pdf("Fox report", ["Foxes run fast.", "Dogs sleep late."], "https://example.org/fox")
 
 
@@ -181,7 +184,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(REPORT_PDF, ctype="application/pdf")
         pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,
                  "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE, "/desk": DESK, "/lazy": LAZY,
-                 "/stuck": STUCK}  # fmt: skip
+                 "/stuck": STUCK, "/framed": FRAMED.replace("PORT", str(self.server.server_address[1]))}  # fmt: skip
         if path in pages:
             return self.send(pages[path])
         return self.send(GONE, 404)
