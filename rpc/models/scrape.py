@@ -113,7 +113,10 @@ class ScrapeMetadata(Result):
     language: str | None = None
     canonicalUrl: str | None = None
     publishedDate: str | None = None
+    modifiedDate: str | None = None
     author: str | None = None
+    siteName: str | None = None
+    image: str | None = Field(None, description="The page's lead image (og:image, schema.org image), absolute")
 
 
 class ScrapeOutput(Result):

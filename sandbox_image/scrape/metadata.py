@@ -1,7 +1,7 @@
-"""What a page states about itself: title, description, language, canonical URL, published date,
-author. Only what the page states (meta tags, <link rel=canonical>, schema.org JSON-LD and
-microdata); nothing is guessed from the URL or the text, so an absent field means the page did not
-say.
+"""What a page states about itself: title, description, language, canonical URL, published and
+modified dates, author, site name and lead image. Only what the page states (meta tags, <link
+rel=canonical>, schema.org JSON-LD and microdata); nothing is guessed from the URL or the text, so an
+absent field means the page did not say.
 """
 
 from __future__ import annotations
@@ -35,6 +35,17 @@ _DATE_NAMES = (
     "parsely-pub-date",
     "article.published",
 )
+_MODIFIED_NAMES = (
+    "article:modified_time",
+    "og:updated_time",
+    "datemodified",
+    "last-modified",
+    "dc.date.modified",
+    "dcterms.modified",
+    "parsely-modified-date",
+)
+_SITE_NAMES = ("og:site_name", "application-name", "apple-mobile-web-app-title")
+_IMAGE_NAMES = ("og:image:secure_url", "og:image", "og:image:url", "twitter:image", "twitter:image:src")
 _AUTHOR_NAMES = ("author", "article:author", "og:article:author", "parsely-author", "sailthru.author", "dc.creator")
 _SPACE = re.compile(r"\s+")
 
@@ -46,7 +57,10 @@ class PageMetadata:
     language: str = ""
     canonicalUrl: str = ""
     publishedDate: str = ""
+    modifiedDate: str = ""
     author: str = ""
+    siteName: str = ""
+    image: str = ""
 
     def as_dict(self) -> dict[str, str]:
         """Only the fields the page stated."""
@@ -113,6 +127,26 @@ def _microdata(root: HtmlElement, prop: str) -> str:
     return ""
 
 
+def _ld_image(value: Any) -> str:
+    """schema.org `image`: a URL, an ImageObject, or a list of either (the first)."""
+    if isinstance(value, list):
+        return next((u for u in (_ld_image(v) for v in value) if u), "")
+    if isinstance(value, dict):
+        return _clean(value.get("url") or value.get("contentUrl"))
+    return _clean(value) if isinstance(value, str) else ""
+
+
+def _is_a(item: dict[str, Any], kind: str) -> bool:
+    kinds = item.get("@type")
+    return kind == kinds or (isinstance(kinds, list) and kind in kinds)
+
+
+def _stated_url(value: str, base: str) -> str:
+    """A stated URL made absolute; only http(s) (not a data: image or a script)."""
+    absolute = urljoin(base, value.strip()) if value else ""
+    return absolute[:MAX_FIELD] if absolute.startswith(("http://", "https://")) else ""
+
+
 def extract_metadata(root: HtmlElement, url: str) -> PageMetadata:
     """The page's stated metadata; `root` is the whole document (its <head> included)."""
     metas = _metas(root)
@@ -125,11 +159,14 @@ def extract_metadata(root: HtmlElement, url: str) -> PageMetadata:
     language = _clean(html.get("lang") or html.get("xml:lang") or metas.get("content-language") or "")
     language = language or metas.get("og:locale", "").replace("_", "-")
 
-    canonical = ""
+    base = document_base(root, url)
+    canonical = image = ""
     for link in root.iter("link"):
-        if "canonical" in (link.get("rel") or "").lower().split() and link.get("href"):
-            canonical = urljoin(document_base(root, url), link.get("href", "").strip())
-            break
+        rel = (link.get("rel") or "").lower().split()
+        if "canonical" in rel and link.get("href") and not canonical:
+            canonical = urljoin(base, link.get("href", "").strip())
+        if "image_src" in rel and link.get("href") and not image:
+            image = link.get("href", "")
 
     published = next((metas[n] for n in _DATE_NAMES if metas.get(n)), "")
     published = published or next((_clean(o["datePublished"]) for o in ld if o.get("datePublished")), "")
@@ -138,11 +175,24 @@ def extract_metadata(root: HtmlElement, url: str) -> PageMetadata:
     author = next((metas[n] for n in _AUTHOR_NAMES if metas.get(n) and not metas[n].startswith("http")), "")
     author = author or next((n for n in (_person_name(o.get("author")) for o in ld if o.get("author")) if n), "")
     author = author or _microdata(root, "author")
+
+    modified = next((metas[n] for n in _MODIFIED_NAMES if metas.get(n)), "")
+    modified = modified or next((_clean(o["dateModified"]) for o in ld if o.get("dateModified")), "")
+    modified = modified or _microdata(root, "dateModified")
+
+    site = next((metas[n] for n in _SITE_NAMES if metas.get(n)), "")
+    site = site or next((_clean(o.get("name")) for o in ld if _is_a(o, "WebSite") and o.get("name")), "")
+
+    image = next((metas[n] for n in _IMAGE_NAMES if metas.get(n)), "") or image
+    image = image or next((i for i in (_ld_image(o.get("image")) for o in ld if o.get("image")) if i), "")
     return PageMetadata(
         title=title,
         description=_clean(description),
         language=language[:64],
         canonicalUrl=canonical[:MAX_FIELD],
         publishedDate=_clean(published)[:64],
+        modifiedDate=_clean(modified)[:64],
         author=author,
+        siteName=site,
+        image=_stated_url(image, base),
     )

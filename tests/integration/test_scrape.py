@@ -133,7 +133,10 @@ async def formats(p: Scraper) -> None:
         "language": "en",
         "canonicalUrl": f"{BASE}/article",
         "publishedDate": "2026-11-01T10:00:00Z",
+        "modifiedDate": None,
         "author": "Ann Writer",
+        "siteName": "Fox Weekly",
+        "image": f"{BASE}/img/fox.jpg",
     }
     desk = await p.ok("/desk")  # the tabs a click away come with the shown one (whole_page.hidden_tabs_follow)
     assert "made to order" in desk["markdown"] and "Width 140 centimetres" in desk["markdown"]
@@ -189,7 +192,8 @@ async def pages_that_fail(p: Scraper) -> None:
     assert report["contentType"] == "application/pdf" and report["title"] == "Fox report"
     assert report["markdown"] == "# Fox report\n\nFoxes run fast.\n\nDogs sleep late.\n"
     assert report["metadata"] == {"author": "Ann Writer", "publishedDate": "2026-11-01T10:00:00+00:00",
-                                  "language": "en-GB", "description": None, "canonicalUrl": None}  # fmt: skip
+                                  "language": "en-GB", "description": None, "canonicalUrl": None,
+                                  "modifiedDate": None, "siteName": None, "image": None}  # fmt: skip
     assert (await p.ok("/report.pdf", format="links"))["links"] == ["https://example.org/fox"]
     shot = await p.error(f"{BASE}/report.pdf", "UNSUPPORTED_CONTENT_TYPE", format="screenshot")  # nothing rendered
     assert "markdown" in shot["recoverHint"], shot

@@ -124,6 +124,29 @@ def test_metadata_from_json_ld_graph_and_og() -> None:
     assert meta.language == "fr-FR"
 
 
+def test_metadata_site_image_and_modified_date() -> None:
+    head = (
+        '<meta property="og:site_name" content="Fox Weekly"><meta property="og:image" content="/img/lead.jpg">'
+        '<meta property="article:modified_time" content="2024-06-01T00:00:00Z">'
+    )
+    meta = extract_metadata(parse_html(doc("<p>x</p>", head)), URL)
+    assert (meta.siteName, meta.image, meta.modifiedDate) == (
+        "Fox Weekly", "https://example.org/img/lead.jpg", "2024-06-01T00:00:00Z"
+    )  # fmt: skip
+    ld = [
+        {"@type": ["WebSite"], "name": "LD Site"},
+        {"@type": "Article", "dateModified": "2023-03-04", "image": [{"@type": "ImageObject", "url": "a.png"}]},
+    ]
+    meta = extract_metadata(
+        parse_html(doc("<p>x</p>", f'<script type="application/ld+json">{json.dumps(ld)}</script>')), URL
+    )
+    assert (meta.siteName, meta.image, meta.modifiedDate) == ("LD Site", "https://example.org/blog/a.png", "2023-03-04")
+    # Only a web address counts as the image: not a data: URI, not a script.
+    for bad in ("data:image/png;base64,AAAA", "javascript:alert(1)"):
+        stated = f'<meta property="og:image" content="{bad}"><link rel="image_src" href="{bad}">'
+        assert extract_metadata(parse_html(doc("<p>x</p>", stated)), URL).image == ""
+
+
 def test_metadata_absent_when_the_page_does_not_say() -> None:
     meta = extract_metadata(parse_html(doc("<p>Just text 2024-01-01 by Someone</p>", attrs="")), URL)
     assert meta.as_dict() == {}

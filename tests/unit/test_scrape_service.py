@@ -29,6 +29,7 @@ ARTICLE = f"""<!doctype html><html lang="en"><head><title>Fox news</title>
 <meta name="author" content="Ann Writer">
 <meta property="article:published_time" content="2026-11-01T10:00:00Z">
 <link rel="canonical" href="/article">
+<meta property="og:site_name" content="Fox Weekly"><meta property="og:image" content="/img/fox.jpg">
 </head><body>
 <nav><a href="/">Home</a> <a href="/about">About</a> <a href="/about">About again</a></nav>
 <main><article><h1>Foxes and dogs</h1>
@@ -173,7 +174,10 @@ async def test_markdown_html_links_and_metadata(scraper: BrowserDriver, pages: s
         "language": "en",
         "canonicalUrl": f"{pages}/article",
         "publishedDate": "2026-11-01T10:00:00Z",
+        "modifiedDate": None,
         "author": "Ann Writer",
+        "siteName": "Fox Weekly",
+        "image": f"{pages}/img/fox.jpg",
     }
     assert md["wait"] == "settled"
 

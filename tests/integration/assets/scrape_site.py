@@ -38,6 +38,7 @@ def para(i: int) -> str:
 ARTICLE = f"""<!doctype html><html lang="en"><head><title>Fox news</title>
 <meta name="description" content="All about foxes"><meta name="author" content="Ann Writer">
 <meta property="article:published_time" content="2026-11-01T10:00:00Z"><link rel="canonical" href="/article">
+<meta property="og:site_name" content="Fox Weekly"><meta property="og:image" content="/img/fox.jpg">
 </head><body><nav><a href="/">Home</a> <a href="/about">About</a> <a href="/about">About again</a></nav>
 <main><article><h1>Foxes and dogs</h1>
 {"".join(f"<h2>Part {i}</h2><p>{para(i)}</p>" for i in range(1, 13))}
