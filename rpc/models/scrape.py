@@ -66,6 +66,18 @@ class ScrapeOptions(Params):
         le=MAX_BROWSER_TIMEOUT_MS,
         description="Time to load and read the page, on top of waitFor",
     )
+    offset: int = Field(
+        0,
+        ge=0,
+        description="markdown/html: start the text at this character — to read on where the previous answer was "
+        "cut, pass its nextOffset",
+    )
+    maxChars: int | None = Field(
+        None,
+        ge=1,
+        description="markdown/html: at most this many characters of the text (cut at a line end nearby; "
+        "nextOffset says where the rest starts). Default: all of it, up to the size cap",
+    )
     includeIframes: bool = Field(
         False,
         description="markdown/html/links: also read the page's visible iframes and frames (cross-origin ones "
@@ -136,7 +148,13 @@ class ScrapeOutput(Result):
         False, description="The main content came out empty or implausibly short, so the whole page was returned"
     )
     truncated: bool = Field(
-        False, description="The content, links or screenshot were cut to fit one message (see the limits)"
+        False,
+        description="The content, links or screenshot were cut: to maxChars, or to fit one message (see the "
+        "limits); for markdown/html, nextOffset reads on",
+    )
+    totalChars: int | None = Field(None, description="markdown/html: the length of the whole text, in characters")
+    nextOffset: int | None = Field(
+        None, description="markdown/html: where the rest of the text starts, when it was cut (pass it as offset)"
     )
     width: int | None = Field(None, description="Screenshot width in pixels")
     height: int | None = Field(None, description="Screenshot height in pixels")

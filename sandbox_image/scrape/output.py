@@ -67,6 +67,32 @@ def cap_text(text: str, max_bytes: int = MAX_CONTENT_BYTES) -> tuple[str, bool]:
     return (cut[: newline + 1] if newline > 0 else cut), True
 
 
+@dataclass(frozen=True)
+class TextPart:
+    text: str
+    truncated: bool
+    next_offset: int | None  # where the rest starts; None when this part runs to the end
+    total: int
+
+    def fields(self, fmt: str) -> dict[str, object]:
+        """The result's fields for this part of a markdown/html text."""
+        return {fmt: self.text, "truncated": self.truncated, "totalChars": self.total, "nextOffset": self.next_offset}
+
+
+def text_part(text: str, offset: int = 0, max_chars: int | None = None) -> TextPart:
+    """The part of `text` from character `offset`: at most `max_chars` characters and MAX_CONTENT_BYTES as
+    JSON, cut at a line end in its last half (its last 2,000 characters at most) when there is one. The
+    caller reads on from next_offset: nothing is lost, parts read in order add up to the text."""
+    rest = text[offset:]
+    if max_chars is not None and len(rest) > max_chars:
+        rest = rest[:max_chars]
+        newline = rest.rfind("\n", max_chars - min(2000, max_chars // 2))
+        rest = rest[: newline + 1] if newline > 0 else rest
+    part, _ = cap_text(rest)
+    end = min(offset, len(text)) + len(part)
+    return TextPart(part, end < len(text), end if end < len(text) else None, len(text))
+
+
 def cap_links(links: list[str], max_links: int = MAX_LINKS, max_bytes: int = MAX_LINKS_BYTES) -> tuple[list[str], bool]:
     kept: list[str] = []
     size = 2

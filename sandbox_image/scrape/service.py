@@ -222,14 +222,15 @@ class ScrapeService:
                 raise loading.too_large(tab.url, size, "rendered document")
 
         result: dict[str, Any] = {}
-        main_content = fallback = truncated = False
+        main_content = fallback = False
+        window = (params.offset, params.maxChars)
         frames_s = min(FRAMES_MAX_S, budget.remaining() / 2) if params.includeIframes and loaded.is_html else None
         if fmt in ("markdown", "html") and loaded.is_html:
             extracted = await extract_page(
                 page, only_main_content=params.onlyMainContent, response_html=loaded.response_html, frames_s=frames_s
             )
-            text, truncated = output.cap_text(extracted.markdown if fmt == "markdown" else extracted.html)
-            result.update({fmt: text, "iframes": extracted.frames})
+            part = output.text_part(extracted.markdown if fmt == "markdown" else extracted.html, *window)
+            result.update(part.fields(fmt), iframes=extracted.frames)
             meta, title = extracted.metadata, extracted.title
             main_content, fallback = extracted.main_content, extracted.fallback
         else:
@@ -241,18 +242,20 @@ class ScrapeService:
             meta, links = await asyncio.to_thread(_read_document, html, tab.url, fmt == "links")
             title = meta.title
             if fmt == "links":
-                result["links"], truncated = output.cap_links(links)
+                result["links"], result["truncated"] = output.cap_links(links)
             elif fmt in SCREENSHOT_FORMATS:
                 shot = await output.screenshot(
                     tab, full_page=fmt == "fullscreenshot", timeout_ms=budget.remaining() * 1000
                 )
                 result.update(
-                    screenshot=base64.b64encode(shot.png).decode("ascii"), width=shot.width, height=shot.height
+                    screenshot=base64.b64encode(shot.png).decode("ascii"),
+                    width=shot.width,
+                    height=shot.height,
+                    truncated=shot.truncated,
                 )
-                truncated = shot.truncated
             else:  # a text document (text/plain, JSON) read as markdown or html
                 text = str(await tab.guard(page.evaluate(_TEXT)) or "") if fmt == "markdown" else html
-                result[fmt], truncated = output.cap_text(text)
+                result.update(output.text_part(text, *window).fields(fmt))
         return ScrapePageResult(
             url=tab.url,
             title=title or await tab.title(),
@@ -262,7 +265,6 @@ class ScrapeService:
             metadata=_metadata(meta),
             mainContent=main_content,
             fallback=fallback,
-            truncated=truncated,
             wait=wait,
             elapsedMs=budget.elapsed_ms(),
             **result,
@@ -275,13 +277,13 @@ class ScrapeService:
         url = loaded.url or params.url
         doc = await pdf.read_pdf(data, url, budget.remaining())
         result: dict[str, Any] = {}
-        truncated = False
-        if params.format == "markdown":
-            result["markdown"], truncated = output.cap_text(pdf.to_markdown(doc, url))
-        elif params.format == "html":
-            result["html"], truncated = output.cap_text(pdf.to_html(doc, url))
+        if params.format in ("markdown", "html"):
+            text = pdf.to_markdown(doc, url) if params.format == "markdown" else pdf.to_html(doc, url)
+            result.update(output.text_part(text, params.offset, params.maxChars).fields(params.format))
         else:
-            result["links"], truncated = output.cap_links(pdf.links_of(doc, url))
+            result["links"], result["truncated"] = output.cap_links(pdf.links_of(doc, url))
+        # Pages past what is read (pdf_reader.MAX_PAGES) are cut too.
+        result["truncated"] = result["truncated"] or doc.page_count > len(doc.pages)
         stated = {"author": doc.author, "description": doc.subject, "publishedDate": doc.created,
                   "language": doc.language}  # fmt: skip
         return ScrapePageResult(
@@ -291,7 +293,6 @@ class ScrapeService:
             format=params.format,
             contentType=pdf.PDF_TYPE,
             metadata=ScrapeMetadata.model_validate({k: v for k, v in stated.items() if v}),
-            truncated=truncated or doc.page_count > len(doc.pages),
             wait="settled",
             elapsedMs=budget.elapsed_ms(),
             **result,

@@ -111,6 +111,8 @@ async def bad_inputs_open_nothing(s: Session, client: docker.DockerClient, names
         ({"url": BASE, "profileId": "../x"}, "profileId"),
         ({"url": BASE, "profileId": "a/b"}, "profileId"),
         ({"url": BASE, "profileId": "p" * 65}, "profileId"),
+        ({"url": BASE, "offset": -1}, "offset"),
+        ({"url": BASE, "maxChars": 0}, "maxChars"),
     ]
     for args, field in cases:
         err = await s.error("scrape", args)
@@ -142,7 +144,11 @@ async def formats(p: Scraper) -> None:
     assert "made to order" in desk["markdown"] and "Width 140 centimetres" in desk["markdown"]
     assert "refresh the oil" in desk["markdown"] and "Privacy" not in desk["markdown"]
     whole = await p.ok("/article", onlyMainContent=False)
-    assert "Footer links" in whole["markdown"]
+    assert "Footer links" in whole["markdown"] and whole["totalChars"] == len(whole["markdown"])
+    first = await p.ok("/article", onlyMainContent=False, maxChars=500)  # read in parts: nothing lost
+    assert first["truncated"] and len(first["markdown"]) <= 500 and first["totalChars"] == whole["totalChars"]
+    rest = await p.ok("/article", onlyMainContent=False, offset=first["nextOffset"])
+    assert first["markdown"] + rest["markdown"] == whole["markdown"] and rest["nextOffset"] is None
     html = await p.ok("/article", format="html")
     assert "<h1>Foxes and dogs</h1>" in html["html"] and html["markdown"] is None
     links = await p.ok("/article", format="links")

@@ -19,7 +19,7 @@ from aiohttp import web
 from rpc.errors import BoxwrightError
 from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_PAGE_BYTES
 from sandbox_image.scrape import service as scrape_service
-from sandbox_image.scrape.output import cap_links, cap_text, json_size
+from sandbox_image.scrape.output import cap_links, cap_text, json_size, text_part
 from tests.unit.browser_harness import BrowserDriver
 from tests.unit.test_scrape_pdf import REPORT_PDF
 
@@ -189,6 +189,31 @@ async def test_markdown_html_links_and_metadata(scraper: BrowserDriver, pages: s
 
     links = (await scrape(scraper, f"{pages}/article", format="links"))["links"]
     assert links == [f"{pages}/", f"{pages}/about", f"{pages}/more", "https://example.org/fox"]  # no fragments
+
+
+async def read_in_parts(driver: BrowserDriver, url: str, **params: Any) -> tuple[str, int]:
+    """The whole text, read maxChars at a time from offset 0 on; and how many calls it took."""
+    parts, offset = [], 0
+    while True:
+        got = await scrape(driver, url, offset=offset, **params)
+        parts.append(got[params.get("format", "markdown")])
+        assert len(parts[-1]) <= params["maxChars"] and got["truncated"] == (got["nextOffset"] is not None)
+        if got["nextOffset"] is None:
+            return "".join(parts), len(parts)
+        offset = got["nextOffset"]
+
+
+async def test_long_text_is_read_in_parts(scraper: BrowserDriver, pages: str) -> None:
+    whole = await scrape(scraper, f"{pages}/article")
+    assert whole["totalChars"] == len(whole["markdown"]) and whole["nextOffset"] is None
+    text, calls = await read_in_parts(scraper, f"{pages}/article", maxChars=200)
+    assert text == whole["markdown"] and calls >= 3
+    page_html = (await scrape(scraper, f"{pages}/article", format="html"))["html"]
+    assert (await read_in_parts(scraper, f"{pages}/article", format="html", maxChars=2500))[0] == page_html
+    report = await scrape(scraper, f"{pages}/report.pdf")
+    assert (await read_in_parts(scraper, f"{pages}/report.pdf", maxChars=20))[0] == report["markdown"]
+    past = await scrape(scraper, f"{pages}/article", offset=10**6)
+    assert past["markdown"] == "" and not past["truncated"] and past["totalChars"] == whole["totalChars"]
 
 
 async def test_screenshots(scraper: BrowserDriver, pages: str) -> None:
@@ -382,6 +407,35 @@ async def test_nothing_is_left_open(scraper: BrowserDriver, pages: str) -> None:
     await asyncio.sleep(0.3)
     assert scraper.service.engine.open_counts() == before
     assert set(scraper.service.sessions.sessions) == sessions
+
+
+def test_text_parts_add_up_to_the_text() -> None:
+    lines = "".join(f"line {i} " + "word " * (i % 7) + "\n" for i in range(400))
+    assert text_part(lines) == text_part(lines, 0, None)
+    whole = text_part(lines)
+    assert (whole.text, whole.truncated, whole.next_offset, whole.total) == (lines, False, None, len(lines))
+    for max_chars, text in [(100, lines), (100, "x" * 950), (7, lines)]:
+        parts, offset = [], 0
+        while True:
+            part = text_part(text, offset, max_chars)
+            assert 0 < len(part.text) <= max_chars and part.total == len(text)
+            parts.append(part.text)
+            if part.next_offset is None:
+                break
+            assert part.truncated and part.next_offset == offset + len(part.text)
+            if max_chars == 100 and text is lines:
+                assert part.text.endswith("\n")  # cut at a line end when there is one in its last half
+            offset = part.next_offset
+        assert "".join(parts) == text
+    assert text_part(lines, len(lines) + 5) == text_part(lines, len(lines)) == type(whole)("", False, None, len(lines))
+    huge = "é\n" * MAX_CONTENT_BYTES  # 4 MiB as JSON: cut by the byte cap, read on all the same
+    parts, offset = [], 0
+    while offset is not None:
+        part = text_part(huge, offset)
+        assert json_size(part.text) <= MAX_CONTENT_BYTES and part.text.endswith("\n")
+        parts.append(part.text)
+        offset = part.next_offset
+    assert len(parts) >= 4 and "".join(parts) == huge
 
 
 def test_caps_fit_one_message() -> None:

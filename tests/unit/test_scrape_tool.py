@@ -71,8 +71,10 @@ def test_schemas_derive_from_the_models() -> None:
     props = schema["properties"]
     assert schema["required"] == ["url"]
     assert set(props) == {
-        "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "includeIframes", "profileId", "sandboxId"
+        "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "offset", "maxChars", "includeIframes",
+        "profileId", "sandboxId",
     }  # fmt: skip
+    assert props["offset"]["minimum"] == 0 and props["offset"]["default"] == 0
     assert props["includeIframes"]["default"] is False
     assert props["format"]["default"] == "markdown" and props["onlyMainContent"]["default"] is True
     assert (props["waitFor"]["minimum"], props["waitFor"]["maximum"]) == (0, 60000)

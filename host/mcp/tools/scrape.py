@@ -51,7 +51,9 @@ def _summary(r: ScrapePageResult) -> str:
     status = f" [{r.status}]" if r.status else ""
     if r.format in ("markdown", "html"):
         text = r.markdown if r.format == "markdown" else r.html
-        what = f"{r.format}, {len(text or '')} chars" + (
+        shown = len(text or "")
+        part = f" of {r.totalChars}" if r.totalChars is not None and shown != r.totalChars else ""
+        what = f"{r.format}, {shown} chars{part}" + (
             ", main content" if r.mainContent else ", whole page (fallback)" if r.fallback else ", whole page"
         )
     elif r.format == "links":
@@ -59,7 +61,13 @@ def _summary(r: ScrapePageResult) -> str:
     else:
         what = f"{r.width}x{r.height} PNG"
     frames = f", {r.iframes} frame{'s' if r.iframes != 1 else ''} read in" if r.iframes is not None else ""
-    cut = " (truncated)" if r.truncated else ""
+    cut = (
+        f" (truncated; offset={r.nextOffset} reads on)"
+        if r.nextOffset is not None
+        else " (truncated)"
+        if r.truncated
+        else ""
+    )
     return f"scrape ok: {r.url}{status} ({r.title}): {what}{frames}{cut}"
 
 
@@ -79,7 +87,9 @@ DESCRIPTION = (
     "page states them. waitFor>0 waits that many ms after load; "
     "otherwise it waits until the page settles. Runs in a throw-away sandbox removed afterwards, or in your "
     "sandbox with sandboxId (e.g. one serving the page on localhost). The sandbox's network mode applies. "
-    f"Text is cut at {MAX_CONTENT_BYTES // 1024 // 1024} MiB and links at {MAX_LINKS} (truncated=true says so). "
+    "maxChars limits the markdown/html to that many characters; offset=nextOffset reads on from where an "
+    f"answer was cut. Text is cut at {MAX_CONTENT_BYTES // 1024 // 1024} MiB and links at {MAX_LINKS} "
+    "(truncated=true says so). "
     "An HTTP error status still returns the page. A PDF comes back as its text (markdown, html or links). "
     "includeIframes=true also reads the page's visible frames in place (a frameset, an embedded document)."
 )
