@@ -79,12 +79,14 @@ async def _annotate(frame: Frame, offset: tuple[int, int], depth: int, reading: 
             continue
         if reading.left() <= 0:
             break
+        before = (reading.frames, reading.size)  # what this frame and its own frames add, undone if they fail
         try:
             read = await asyncio.wait_for(_annotate(child, (x, y), depth + 1, reading), reading.left())
         except (PlaywrightError, TimeoutError, ValueError):  # gone, navigating, too slow, not a document
+            reading.frames, reading.size = before
             continue
         if reading.size > MAX_PAGE_BYTES:  # this frame (with its own frames) is one too many
-            reading.size -= len(read.html)
+            reading.frames, reading.size = before
             continue
         reading.frames += 1
         inner[i] = (read.html, read.url)

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from rpc.errors import BoxwrightError
 from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_PAGE_BYTES
+from sandbox_image.scrape import frames
 from sandbox_image.scrape import service as scrape_service
 from sandbox_image.scrape.output import cap_links, cap_text, json_size, text_part
 from tests.unit.browser_harness import BrowserDriver
@@ -313,6 +314,19 @@ async def test_frames_are_read_in_place_when_asked(scraper: BrowserDriver, pages
     links = await scrape(scraper, f"{pages}/framed", format="links", waitFor=500, includeIframes=True)
     assert f"{pages}/more" in links["links"] and f"{other}/rel" in links["links"] and links["iframes"] == 3
     assert (await scrape(scraper, f"{pages}/framed", format="links", waitFor=500))["links"] == []
+
+
+async def test_frames_are_read_within_their_bounds(
+    scraper: BrowserDriver, pages: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(frames, "MAX_FRAMES", 1)
+    one = await scrape(scraper, f"{pages}/framed", onlyMainContent=False, waitFor=500, includeIframes=True)
+    assert one["iframes"] == 1 and "## Part 8" in one["markdown"] and "Cross origin words" not in one["markdown"]
+    monkeypatch.setattr(frames, "MAX_FRAMES", 20)
+    monkeypatch.setattr(frames, "MAX_PAGE_BYTES", 4000)  # room for the page and /inner, not for /article too
+    small = await scrape(scraper, f"{pages}/framed", onlyMainContent=False, waitFor=500, includeIframes=True)
+    assert "Foxes and dogs" not in small["markdown"] and "Cross origin words" in small["markdown"]
+    assert small["iframes"] == 2  # /inner and its srcdoc frame
 
 
 async def test_a_frameset_page_reads_as_its_frames(scraper: BrowserDriver, pages: str) -> None:
