@@ -86,7 +86,8 @@
   if (doc.body) visit(doc.body);
 
   const shown = (el) => {
-    for (let node = el; node; node = node.parentNode instanceof ShadowRoot ? node.parentNode.host : node.parentElement) {
+    const up = (node) => (node.parentNode instanceof ShadowRoot ? node.parentNode.host : node.parentElement);
+    for (let node = el; node; node = up(node)) {
       const reason = hidden.get(node);
       if (reason && reason !== "aria" && reason !== "visibility-text") return false;
     }
@@ -136,8 +137,8 @@
     // can see it (neither it nor an ancestor hidden).
     frames: frameElements.map((el) => {
       const r = el.getBoundingClientRect();
-      return [Math.round(r.left + scrollX + el.clientLeft + offsetX), Math.round(r.top + scrollY + el.clientTop + offsetY),
-        el.clientWidth, el.clientHeight, shown(el)];
+      const x = r.left + scrollX + el.clientLeft + offsetX, y = r.top + scrollY + el.clientTop + offsetY;
+      return [Math.round(x), Math.round(y), el.clientWidth, el.clientHeight, shown(el)];
     }),
   };
 }

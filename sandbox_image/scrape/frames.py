@@ -34,8 +34,9 @@ FRAME_MARK = "data-bw-frame"
 # Frames with a document of their own to read: a page, or one written in place (srcdoc, script-filled blank).
 _READABLE = ("http://", "https://", "about:srcdoc", "about:blank")
 # What the frame's element keeps when it becomes the <div> holding the document: what it is to the page
-# (id, class, role, aria-*) and our marks; not its src, size or permissions.
-_KEPT = ("id", "class", "role", "title", "aria-", "data-bw-")
+# (id, class, role, title, aria-*) and our marks; not its src, size or permissions.
+_KEPT = frozenset({"id", "class", "role", "title"})
+_KEPT_PREFIXES = ("aria-", "data-bw-")
 
 
 @dataclass
@@ -109,8 +110,8 @@ def _frame_boxes(raw: Any) -> list[tuple[int, int, int, int, bool]]:
 def splice(html: str, inner: Mapping[int, tuple[str, str]]) -> str:
     """`html` with each element marked data-bw-frame="i" holding the body of inner[i] = (html, url).
 
-    The element becomes a <div> (keeping _KEPT: its id, class, and marks of where it is and whether it is hidden),
-    so the frame's text is part of the page's tree; a frameset page becomes a body of such divs."""
+    The element becomes a <div> (keeping _KEPT: its id, class, and our marks of where it is and whether it
+    is hidden), so the frame's text is part of the page's tree; a frameset page becomes a body of such divs."""
     root = parse_html(html)
     for element in list(root.iter("iframe", "frame")):
         got = inner.get(_index(element.get(FRAME_MARK)))
@@ -119,7 +120,7 @@ def splice(html: str, inner: Mapping[int, tuple[str, str]]) -> str:
         document = parse_html(got[0])
         body = _body(document)
         make_absolute(body, document_base(document, got[1]))
-        for name in [n for n in element.attrib if not n.startswith(_KEPT)]:
+        for name in [n for n in element.attrib if n not in _KEPT and not n.startswith(_KEPT_PREFIXES)]:
             del element.attrib[name]
         element.tag, element.text = "div", body.text
         for child in body:

@@ -133,6 +133,14 @@ async def test_scrape_in_a_throw_away_sandbox(services: Services, fake: FakeBack
         assert out["metadata"]["language"] == "en"
         assert fake.list_sandboxes("unit") == [] and (await mcp.ok("sandbox_list"))["sandboxes"] == []
 
+        part = await mcp.client.call_tool("scrape", {"url": page_url, "maxChars": 40})
+        first = part.content[0].text.split("\n", 1)[0]  # type: ignore[union-attr]
+        assert part.structured_content is not None and part.structured_content["nextOffset"] is not None
+        total, offset = part.structured_content["totalChars"], part.structured_content["nextOffset"]
+        assert first.endswith(
+            f"markdown, {offset} chars of {total}, main content (truncated; offset={offset} reads on)"
+        )
+
         shot = await mcp.client.call_tool("scrape", {"url": page_url, "format": "screenshot"})
         assert not shot.is_error and "screenshot" not in shot.structured_content
         png = next(block for block in shot.content if block.type == "image")

@@ -61,13 +61,9 @@ def _summary(r: ScrapePageResult) -> str:
     else:
         what = f"{r.width}x{r.height} PNG"
     frames = f", {r.iframes} frame{'s' if r.iframes != 1 else ''} read in" if r.iframes is not None else ""
-    cut = (
-        f" (truncated; offset={r.nextOffset} reads on)"
-        if r.nextOffset is not None
-        else " (truncated)"
-        if r.truncated
-        else ""
-    )
+    cut = " (truncated)" if r.truncated else ""
+    if r.nextOffset is not None:
+        cut = f" (truncated; offset={r.nextOffset} reads on)"
     return f"scrape ok: {r.url}{status} ({r.title}): {what}{frames}{cut}"
 
 
