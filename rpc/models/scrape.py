@@ -82,7 +82,7 @@ class ScrapeOptions(Params):
         False,
         description="markdown/html/links: also read the page's visible iframes and frames (cross-origin ones "
         "too), each in its place; off by default, as embeds are mostly ads, players and widgets. For a page "
-        "whose content is in a frame (a frameset, an embedded document)",
+        "whose content is in a frame (a frameset page's frames are read without it)",
     )
 
 

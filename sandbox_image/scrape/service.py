@@ -68,6 +68,8 @@ NAVIGATION_REREADS = 2
 _NAVIGATED = ("Execution context was destroyed", "page is navigating")
 _DOCUMENT_SIZE = "() => document.documentElement ? document.documentElement.outerHTML.length : 0"
 _TEXT = "() => document.body ? document.body.innerText : ''"
+# A frameset page has nothing to read but its frames: they are read whether or not includeIframes asked.
+_FRAMESET = "() => !!document.body && document.body.tagName === 'FRAMESET'"
 
 
 def _read_reserve(params: ScrapePageParams) -> float:
@@ -224,7 +226,10 @@ class ScrapeService:
         result: dict[str, Any] = {}
         main_content = fallback = False
         window = (params.offset, params.maxChars)
-        frames_s = min(FRAMES_MAX_S, budget.remaining() / 2) if params.includeIframes and loaded.is_html else None
+        frames_s = None
+        readable = loaded.is_html and fmt not in SCREENSHOT_FORMATS
+        if readable and (params.includeIframes or await tab.guard(page.evaluate(_FRAMESET))):
+            frames_s = min(FRAMES_MAX_S, budget.remaining() / 2)
         if fmt in ("markdown", "html") and loaded.is_html:
             extracted = await extract_page(
                 page, only_main_content=params.onlyMainContent, response_html=loaded.response_html, frames_s=frames_s

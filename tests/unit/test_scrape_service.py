@@ -64,6 +64,7 @@ NAV_ONLY = """<!doctype html><html><head><title>Menu</title></head><body>
 FRAMED = """<!doctype html><html><head><title>Framed</title></head><body><h1>Framed page</h1>
 <iframe src="/article" width="800" height="600"></iframe>
 <iframe src="{other}/inner" width="600" height="300" class="embed"></iframe>
+<iframe sandbox="" srcdoc="<p>Sandboxed frame words</p>" width="300" height="80"></iframe>
 <iframe src="/secret" style="display:none"></iframe><iframe src="/secret" width="1" height="1"></iframe>
 <iframe src="/never" width="300" height="100"></iframe></body></html>"""
 INNER = """<!doctype html><html><head><title>Inner</title></head><body>
@@ -296,14 +297,14 @@ async def test_frames_are_read_in_place_when_asked(scraper: BrowserDriver, pages
 
     full = await scrape(scraper, f"{pages}/framed", onlyMainContent=False, waitFor=500, includeIframes=True)
     text = full["markdown"]
-    assert full["iframes"] == 3  # /article, /inner and the srcdoc inside it
+    assert full["iframes"] == 4  # /article, /inner and the srcdoc inside it, a frame without scripts
     assert text.index("Framed page") < text.index("# Foxes and dogs") < text.index("Cross origin words")
-    assert "## Part 8" in text and "Nested srcdoc words" in text
+    assert "## Part 8" in text and "Nested srcdoc words" in text and "Sandboxed frame words" in text
     assert f"({pages}/more#x)" in text and f"({other}/rel)" in text  # against each frame's own address
     assert "Secret frame words" not in text  # hidden, and a 1x1 pixel
 
     main = await scrape(scraper, f"{pages}/framed", waitFor=500, includeIframes=True)
-    assert "## Part 8" in main["markdown"] and main["iframes"] == 3
+    assert "## Part 8" in main["markdown"] and main["iframes"] == 4
 
     page_html = await scrape(
         scraper, f"{pages}/framed", format="html", onlyMainContent=False, waitFor=500, includeIframes=True
@@ -312,7 +313,7 @@ async def test_frames_are_read_in_place_when_asked(scraper: BrowserDriver, pages
     assert re.search(r"<div class=\"embed\">\s*<p>Cross origin words", page_html["html"]), page_html["html"]
 
     links = await scrape(scraper, f"{pages}/framed", format="links", waitFor=500, includeIframes=True)
-    assert f"{pages}/more" in links["links"] and f"{other}/rel" in links["links"] and links["iframes"] == 3
+    assert f"{pages}/more" in links["links"] and f"{other}/rel" in links["links"] and links["iframes"] == 4
     assert (await scrape(scraper, f"{pages}/framed", format="links", waitFor=500))["links"] == []
 
 
@@ -323,10 +324,10 @@ async def test_frames_are_read_within_their_bounds(
     one = await scrape(scraper, f"{pages}/framed", onlyMainContent=False, waitFor=500, includeIframes=True)
     assert one["iframes"] == 1 and "## Part 8" in one["markdown"] and "Cross origin words" not in one["markdown"]
     monkeypatch.setattr(frames, "MAX_FRAMES", 20)
-    monkeypatch.setattr(frames, "MAX_PAGE_BYTES", 4000)  # room for the page and /inner, not for /article too
+    monkeypatch.setattr(frames, "MAX_PAGE_BYTES", 4200)  # room for the page and /inner, not for /article too
     small = await scrape(scraper, f"{pages}/framed", onlyMainContent=False, waitFor=500, includeIframes=True)
     assert "Foxes and dogs" not in small["markdown"] and "Cross origin words" in small["markdown"]
-    assert small["iframes"] == 2  # /inner and its srcdoc frame
+    assert small["iframes"] == 3  # /inner and its srcdoc frame, the frame without scripts
 
 
 async def test_a_frameset_page_reads_as_its_frames(scraper: BrowserDriver, pages: str) -> None:
@@ -336,7 +337,10 @@ async def test_a_frameset_page_reads_as_its_frames(scraper: BrowserDriver, pages
     assert "Noframes text" not in out["markdown"]
     main = await scrape(scraper, f"{pages}/frameset", includeIframes=True)
     assert "## Part 8" in main["markdown"]
-    assert "Part 8" not in (await scrape(scraper, f"{pages}/frameset"))["markdown"]
+    # A frameset has nothing to read but its frames: read without being asked.
+    unasked = await scrape(scraper, f"{pages}/frameset")
+    assert unasked["markdown"] == main["markdown"] and unasked["iframes"] == 2
+    assert f"{pages}/more" in (await scrape(scraper, f"{pages}/frameset", format="links"))["links"]
 
 
 async def test_http_errors_are_returned_with_the_page(scraper: BrowserDriver, pages: str) -> None:

@@ -87,7 +87,8 @@ DESCRIPTION = (
     f"answer was cut. Text is cut at {MAX_CONTENT_BYTES // 1024 // 1024} MiB and links at {MAX_LINKS} "
     "(truncated=true says so). "
     "An HTTP error status still returns the page. A PDF comes back as its text (markdown, html or links). "
-    "includeIframes=true also reads the page's visible frames in place (a frameset, an embedded document)."
+    "includeIframes=true also reads the page's visible frames in place (an embedded document; a frameset "
+    "page's frames are always read)."
 )
 
 
