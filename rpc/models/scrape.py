@@ -78,6 +78,11 @@ class ScrapeOptions(Params):
         description="markdown/html: at most this many characters of the text (cut at a line end nearby; "
         "nextOffset says where the rest starts). Default: all of it, up to the size cap",
     )
+    mobile: bool = Field(
+        False,
+        description="Read the page as a phone shows it: a 412×839 viewport, mobile Chrome's user agent, touch "
+        "(Playwright's Pixel 7, one device pixel per CSS pixel) — for a site's mobile layout or screenshot",
+    )
     includeIframes: bool = Field(
         False,
         description="markdown/html/links: also read the page's visible iframes and frames (cross-origin ones "

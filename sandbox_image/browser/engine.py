@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rpc.errors import BoxwrightError, ErrorCode
 from sandbox_image.browser.background import quietly
 from sandbox_image.browser.errors import clean_message
-from sandbox_image.browser.launch import DRIVER_ENV, LAUNCH_ARGS, LAUNCH_TIMEOUT_MS, context_options
+from sandbox_image.browser.launch import DRIVER_ENV, LAUNCH_ARGS, LAUNCH_TIMEOUT_MS, MOBILE_DEVICE, context_options
 from sandbox_image.browser.spare import Spare
 from sandbox_image.config import SandboxSettings
 
@@ -77,17 +77,21 @@ class Engine:
             await quietly(context.close())
             raise
 
-    async def new_context(self, storage_state: dict[str, Any] | None) -> tuple[BrowserContext, Page | None]:
+    async def new_context(
+        self, storage_state: dict[str, Any] | None, *, mobile: bool = False
+    ) -> tuple[BrowserContext, Page | None]:
         """A new context for a session, launching the browser if need be; with its first page already
-        open when it is the spare (a session without a login profile takes it; one with a profile closes it)."""
-        if storage_state is None:
+        open when it is the spare (a plain session takes it; one with a login profile or a phone's
+        viewport closes it). `mobile`: as Playwright's MOBILE_DEVICE (scrape's `mobile`)."""
+        if storage_state is None and not mobile:
             taken = await self.spare.take()
             if taken is not None:
                 return taken
         else:
             self.spare.discard()
         browser = await self.browser()
-        return await browser.new_context(**context_options(storage_state)), None
+        device = self._playwright.devices[MOBILE_DEVICE] if mobile and self._playwright is not None else None
+        return await browser.new_context(**context_options(storage_state, device)), None
 
     async def _launch(self) -> Browser:
         started = time.monotonic()

@@ -7,6 +7,7 @@ no capability to create it), and site isolation stays on.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -75,6 +76,15 @@ VIEWPORT: ViewportSize = {"width": 1280, "height": 720}
 LAUNCH_TIMEOUT_MS = 60_000
 
 
-def context_options(storage_state: dict[str, Any] | None) -> dict[str, Any]:
-    """Every session's context options; only a login profile's storageState (never logged) differs."""
-    return {"accept_downloads": False, "viewport": VIEWPORT, "storage_state": storage_state}
+# scrape's `mobile`: Playwright's own descriptor of a phone running Chrome (its viewport, user agent, touch,
+# isMobile), at one device pixel per CSS pixel so that a screenshot is the size of the layout.
+MOBILE_DEVICE = "Pixel 7"
+
+
+def context_options(storage_state: dict[str, Any] | None, device: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every session's context options; only a login profile's storageState (never logged) differs, and for
+    scrape's `mobile` a device descriptor (Playwright's `devices[MOBILE_DEVICE]`)."""
+    options = {"accept_downloads": False, "viewport": VIEWPORT, "storage_state": storage_state}
+    if device is not None:
+        options.update({k: v for k, v in device.items() if k != "default_browser_type"}, device_scale_factor=1)
+    return options

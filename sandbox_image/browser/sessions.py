@@ -42,9 +42,11 @@ class Session:
         *,
         storage_state: dict[str, Any] | None = None,
         profile_id: str | None = None,
+        mobile: bool = False,
     ) -> None:
         self.id = session_id
         self.engine = engine
+        self.mobile = mobile  # a phone's viewport and user agent (scrape's `mobile`)
         # A login profile's storageState, loaded into the context when it is made (never logged).
         self.storage_state = storage_state
         self.profile_id = profile_id
@@ -63,7 +65,7 @@ class Session:
 
     # -- context and pages -------------------------------------------------------------------
     async def _new_context(self) -> BrowserContext:
-        context, self._first_page = await self.engine.new_context(self.storage_state)
+        context, self._first_page = await self.engine.new_context(self.storage_state, mobile=self.mobile)
         if self.closed:
             await quietly(context.close())
             raise BoxwrightError(ErrorCode.SESSION_NOT_FOUND, f"session {self.id!r} was closed")

@@ -106,7 +106,9 @@ class ScrapeService:
         budget = Budget.of(deadline, params.timeoutMs + params.waitFor)
         # Not registered with the session manager: invisible to browser_sessions, outside its limit, and
         # gone with this call.
-        session = Session(f"scrape_{next(self._ids)}", self.browser.engine, storage_state=params.storageState)
+        session = Session(
+            f"scrape_{next(self._ids)}", self.browser.engine, storage_state=params.storageState, mobile=params.mobile
+        )
         progress = _Progress()
         try:
             async with budget.timeout():

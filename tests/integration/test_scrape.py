@@ -71,9 +71,11 @@ class Scraper:
         assert err.code == code and "Traceback" not in err.text, err.data
         return err.data
 
-    async def image(self, path: str, fmt: str) -> tuple[dict[str, Any], str]:
+    async def image(self, path: str, fmt: str, **args: Any) -> tuple[dict[str, Any], str]:
         self.calls += 1
-        r = await self.s.client.call_tool("scrape", {"url": f"{BASE}{path}", "sandboxId": self.sid, "format": fmt})
+        r = await self.s.client.call_tool(
+            "scrape", {"url": f"{BASE}{path}", "sandboxId": self.sid, "format": fmt, **args}
+        )
         assert not r.is_error and r.structured_content is not None
         [png] = [block for block in r.content if block.type == "image"]
         return r.structured_content, png.data
@@ -165,6 +167,8 @@ async def formats(p: Scraper) -> None:
     (w1, h1), (w2, h2) = png_size(shot_png), png_size(full_png)
     assert (shot["width"], shot["height"]) == (w1, h1) and (full["width"], full["height"]) == (w2, h2)
     assert w1 == w2 and h2 > h1 and "screenshot" not in shot
+    phone, phone_png = await p.image("/article", "screenshot", mobile=True)  # as a phone shows it
+    assert (phone["width"], phone["height"]) == png_size(phone_png) == (412, 839)
     # What loads on sight (loading=lazy, a lazy loader's IntersectionObserver) is in a full-page capture:
     # the page is scrolled through first. The viewport's capture asks for neither picture.
     await p.image("/lazy", "screenshot")

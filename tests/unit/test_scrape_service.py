@@ -74,6 +74,13 @@ FRAMESET = """<!doctype html><html><head><title>Frames</title></head><frameset c
 <frame src="/nav-only"><frame src="/article"><noframes>Noframes text</noframes></frameset></html>"""
 
 
+# What the page sees of the device it is shown on.
+DEVICE = """<!doctype html><html><head><title>Device</title><meta name="viewport" content="width=device-width">
+</head><body><main><h1>Device</h1><p id="seen"></p></main>
+<script>document.getElementById("seen").textContent = [navigator.userAgent, "width " + innerWidth,
+"touch " + matchMedia("(pointer: coarse)").matches].join(" | ");</script></body></html>"""
+
+
 def other_origin(request: web.Request) -> str:
     return f"http://localhost:{request.url.port}"
 
@@ -124,6 +131,7 @@ ROUTES: dict[str, Any] = {
     "/inner": lambda _r: html(INNER),
     "/secret": lambda _r: html("<p>Secret frame words</p>"),
     "/frameset": lambda _r: html(FRAMESET),
+    "/device": lambda _r: html(DEVICE),
 }
 
 
@@ -230,6 +238,17 @@ async def test_screenshots(scraper: BrowserDriver, pages: str) -> None:
 
 # The wait tests read the whole page: they ask what the wait saw, and which blocks of a three-block toy page
 # are main content is the trained models' call (a retrain may keep or drop a three-word line there).
+
+
+async def test_mobile_reads_the_page_as_a_phone_shows_it(scraper: BrowserDriver, pages: str) -> None:
+    desktop = (await scrape(scraper, f"{pages}/device", onlyMainContent=False))["markdown"]
+    assert "width 1280" in desktop and "touch false" in desktop and "Mobile" not in desktop
+    phone = (await scrape(scraper, f"{pages}/device", onlyMainContent=False, mobile=True))["markdown"]
+    assert "width 412" in phone and "touch true" in phone and "Android" in phone and "Mobile Safari" in phone
+    shot = await scrape(scraper, f"{pages}/device", format="screenshot", mobile=True)
+    assert (shot["width"], shot["height"]) == (412, 839) == png_size(base64.b64decode(shot["screenshot"]))
+    # The next plain call is a desktop again: nothing of the phone stays in the browser.
+    assert "width 1280" in (await scrape(scraper, f"{pages}/device", onlyMainContent=False))["markdown"]
 
 
 async def test_fixed_wait_skips_the_smart_wait(scraper: BrowserDriver, pages: str) -> None:

@@ -71,7 +71,7 @@ def test_schemas_derive_from_the_models() -> None:
     props = schema["properties"]
     assert schema["required"] == ["url"]
     assert set(props) == {
-        "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "offset", "maxChars", "includeIframes",
+        "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "offset", "maxChars", "mobile", "includeIframes",
         "profileId", "sandboxId",
     }  # fmt: skip
     assert props["offset"]["minimum"] == 0 and props["offset"]["default"] == 0
