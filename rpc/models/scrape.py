@@ -15,9 +15,10 @@ MAX_PAGE_BYTES are refused with PAGE_TOO_LARGE rather than parsed.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from cssselect import HTMLTranslator, SelectorError
+from pydantic import AfterValidator, Field
 
 from rpc.models.base import Params, Result
 from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, MAX_FULL_PAGE_HEIGHT
@@ -38,6 +39,22 @@ MAX_LINKS_BYTES = 1 * MIB
 MAX_SCREENSHOT_BYTES = 4 * MIB  # the PNG; base64 makes it 5.3 MiB on the wire
 MAX_PAGE_BYTES = 8 * MIB  # the HTML to parse (the server's or the rendered one)
 MAX_PDF_BYTES = 32 * MIB  # a PDF to read as text (markdown, html, links)
+
+
+MAX_SELECTORS = 20
+
+
+def _css_selector(value: str) -> str:
+    """A CSS selector lxml can match (cssselect's dialect: no pseudo-elements such as ::before)."""
+    value = value.strip()
+    try:
+        HTMLTranslator().css_to_xpath(value)
+    except SelectorError as exc:
+        raise ValueError(f"not a CSS selector lxml can match: {exc}") from None
+    return value
+
+
+CssSelector = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_css_selector)]
 
 
 class ScrapeOptions(Params):
@@ -77,6 +94,18 @@ class ScrapeOptions(Params):
         ge=1,
         description="markdown/html: at most this many characters of the text (cut at a line end nearby; "
         "nextOffset says where the rest starts). Default: all of it, up to the size cap",
+    )
+    includeTags: list[CssSelector] | None = Field(
+        None,
+        max_length=MAX_SELECTORS,
+        description="markdown/html/links: only what these CSS selectors match (e.g. ['article', '.price', "
+        "'#specs']), in page order, instead of the main content the models choose",
+    )
+    excludeTags: list[CssSelector] | None = Field(
+        None,
+        max_length=MAX_SELECTORS,
+        description="markdown/html/links: leave out what these CSS selectors match (e.g. ['.comments', 'aside']), "
+        "before the main content is chosen",
     )
     mobile: bool = Field(
         False,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from lxml.html import HtmlElement, tostring
 
+from sandbox_image.scrape import tags
 from sandbox_image.scrape.annotate import annotate_page
 from sandbox_image.scrape.document import Document, choose_document
 from sandbox_image.scrape.dom import HIDDEN_MARK, HIDDEN_REASONS, remove_own_text, strip_marks
@@ -50,18 +51,29 @@ class ExtractedPage:
     frames: int | None = None  # frame documents read in (when asked for)
 
 
-def visible_body(document: Document) -> HtmlElement:
-    """A copy of the body without what the reader cannot see (loading artefacts excepted)."""
+def visible_body(document: Document, parts: Sequence[HtmlElement] | None = None) -> HtmlElement:
+    """A copy of the body, or a body of copies of `parts`, without what the reader cannot see (loading
+    artefacts excepted)."""
     body = document.root.find("body")
-    out = copy.deepcopy(body if body is not None else document.root)
-    total = len(out.text_content().split()) or 1
+    body = body if body is not None else document.root
+    total = len(body.text_content().split()) or 1
+
+    def hidden(element: HtmlElement) -> bool:
+        return element.get(HIDDEN_MARK) in HIDDEN_REASONS and (
+            len(element.text_content().split()) <= HIDDEN_ARTEFACT_SHARE * total
+        )
+
+    if parts is None:
+        out = copy.deepcopy(body)
+    else:  # a part inside something hidden is hidden too
+        out = body.makeelement("body", {})
+        out.extend(copy.deepcopy(p) for p in parts if not any(hidden(a) for a in (p, *p.iterancestors())))
     for element in list(out.iter()):
         if not isinstance(element.tag, str) or element.getparent() is None:
             continue
-        mark = element.get(HIDDEN_MARK)
-        if mark == "visibility-text":
+        if element.get(HIDDEN_MARK) == "visibility-text":
             remove_own_text(element)
-        elif mark in HIDDEN_REASONS and len(element.text_content().split()) <= HIDDEN_ARTEFACT_SHARE * total:
+        elif hidden(element):
             element.drop_tree()
     out.tag = "body"
     return out
@@ -77,15 +89,25 @@ def extract_html(
     models: Sequence[Forest] | None = None,
     selector: Forest | None = None,
     voter_texts: Mapping[str, str] | None = None,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
 ) -> ExtractedPage:
-    """Extract from annotate.js's HTML (plain HTML works too: it just has no visibility marks)."""
+    """Extract from annotate.js's HTML (plain HTML works too: it just has no visibility marks).
+
+    `exclude`: CSS selectors whose elements go first; `include`: CSS selectors whose elements are the
+    content, instead of the main content (tags.py)."""
     document = choose_document(annotated_html, response_html)
     root = document.root
     metadata = extract_metadata(root, url)
+    if exclude:
+        tags.drop_matching(root, exclude)
     links = extract_links(root, url)
     base = document_base(root, url)  # what relative links and images resolve against, as in the browser
     fallback = False
-    if only_main_content:
+    if include is not None:
+        only_main_content = False  # the caller chose the content
+        content = visible_body(document, tags.matching(root, include))
+    elif only_main_content:
         selection = select_blocks(document, url, lang or metadata.language, models, voter_texts, selector)
         fallback = selection.fallback
         content = visible_body(document) if fallback else content_element(document, selection)
@@ -113,13 +135,20 @@ def extract_html(
 
 
 async def extract_page(
-    page: Page, *, only_main_content: bool = True, response_html: str | None = None, frames_s: float | None = None
+    page: Page,
+    *,
+    only_main_content: bool = True,
+    response_html: str | None = None,
+    frames_s: float | None = None,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
 ) -> ExtractedPage:
     """Annotate the rendered `page` in the browser, then extract from it in a worker thread.
 
     `response_html` is the body of the navigation response, when the caller kept it: it lets
     extraction fall back to the server's HTML for pages whose scripts failed to render them.
-    `frames_s`: read the page's frames in place too, within that many seconds (frames.py).
+    `frames_s`: read the page's frames in place too, within that many seconds (frames.py). `include` and
+    `exclude`: as extract_html.
     """
     frames = None
     if frames_s is None:
@@ -133,5 +162,7 @@ async def extract_page(
         only_main_content=only_main_content,
         response_html=response_html,
         lang=annotated.lang,
+        include=include,
+        exclude=exclude,
     )
     return extracted if frames is None else replace(extracted, frames=frames)

@@ -42,7 +42,7 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import redact
 from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.scrape import loading, output, pdf
+from sandbox_image.scrape import loading, output, pdf, tags
 from sandbox_image.scrape.dom import parse_html
 from sandbox_image.scrape.extract import extract_page
 from sandbox_image.scrape.frames import annotate_with_frames
@@ -82,9 +82,19 @@ def _metadata(meta: PageMetadata) -> ScrapeMetadata:
     return ScrapeMetadata.model_validate(stated)
 
 
-def _read_document(html: str, url: str, with_links: bool) -> tuple[PageMetadata, list[str]]:
+def _read_document(html: str, url: str, params: ScrapePageParams) -> tuple[PageMetadata, list[str]]:
+    """The page's metadata, and its links when they are the format asked for (within includeTags, without
+    excludeTags)."""
     root: HtmlElement = parse_html(html)
-    return extract_metadata(root, url), (extract_links(root, url) if with_links else [])
+    metadata = extract_metadata(root, url)
+    if params.format != "links":
+        return metadata, []
+    if params.excludeTags:
+        tags.drop_matching(root, params.excludeTags)
+    if params.includeTags is None:
+        return metadata, extract_links(root, url)
+    found = (extract_links(root, url, scope=part) for part in tags.matching(root, params.includeTags))
+    return metadata, list(dict.fromkeys(link for links in found for link in links))
 
 
 async def _shielded(coro: Coroutine[Any, Any, Any]) -> None:
@@ -234,7 +244,12 @@ class ScrapeService:
             frames_s = min(FRAMES_MAX_S, budget.remaining() / 2)
         if fmt in ("markdown", "html") and loaded.is_html:
             extracted = await extract_page(
-                page, only_main_content=params.onlyMainContent, response_html=loaded.response_html, frames_s=frames_s
+                page,
+                only_main_content=params.onlyMainContent,
+                response_html=loaded.response_html,
+                frames_s=frames_s,
+                include=params.includeTags,
+                exclude=params.excludeTags,
             )
             part = output.text_part(extracted.markdown if fmt == "markdown" else extracted.html, *window)
             result.update(part.fields(fmt), iframes=extracted.frames)
@@ -246,7 +261,7 @@ class ScrapeService:
                 html = annotated.html
             else:
                 html = await tab.guard(page.content())
-            meta, links = await asyncio.to_thread(_read_document, html, tab.url, fmt == "links")
+            meta, links = await asyncio.to_thread(_read_document, html, tab.url, params)
             title = meta.title
             if fmt == "links":
                 result["links"], result["truncated"] = output.cap_links(links)

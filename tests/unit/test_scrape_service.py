@@ -213,6 +213,17 @@ async def read_in_parts(driver: BrowserDriver, url: str, **params: Any) -> tuple
         offset = got["nextOffset"]
 
 
+async def test_the_callers_selectors_choose_the_content(scraper: BrowserDriver, pages: str) -> None:
+    heads = (await scrape(scraper, f"{pages}/article", includeTags=["h2", "table"]))["markdown"]
+    assert "## Part 1" in heads and "| Fox" in heads and "quick brown fox" not in heads and "# Foxes" not in heads
+    no_table = (await scrape(scraper, f"{pages}/article", excludeTags=["table"]))["markdown"]
+    assert "## Part 8" in no_table and "| Fox" not in no_table
+    links = (await scrape(scraper, f"{pages}/article", format="links", includeTags=["article"]))["links"]
+    assert links == [f"{pages}/more", "https://example.org/fox"]  # not the menu's
+    links = (await scrape(scraper, f"{pages}/article", format="links", excludeTags=["nav", "footer"]))["links"]
+    assert links == [f"{pages}/more", "https://example.org/fox"]
+
+
 async def test_long_text_is_read_in_parts(scraper: BrowserDriver, pages: str) -> None:
     whole = await scrape(scraper, f"{pages}/article")
     assert whole["totalChars"] == len(whole["markdown"]) and whole["nextOffset"] is None

@@ -71,8 +71,8 @@ def test_schemas_derive_from_the_models() -> None:
     props = schema["properties"]
     assert schema["required"] == ["url"]
     assert set(props) == {
-        "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "offset", "maxChars", "mobile", "includeIframes",
-        "profileId", "sandboxId",
+        "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "offset", "maxChars", "includeTags", "excludeTags",
+        "mobile", "includeIframes", "profileId", "sandboxId",
     }  # fmt: skip
     assert props["offset"]["minimum"] == 0 and props["offset"]["default"] == 0
     assert props["includeIframes"]["default"] is False

@@ -87,6 +87,7 @@ DESCRIPTION = (
     f"answer was cut. Text is cut at {MAX_CONTENT_BYTES // 1024 // 1024} MiB and links at {MAX_LINKS} "
     "(truncated=true says so). "
     "An HTTP error status still returns the page. A PDF comes back as its text (markdown, html or links). "
+    "includeTags/excludeTags (CSS selectors) choose the content yourself or leave parts out. "
     "mobile=true reads it as a phone shows it (412×839, mobile user agent, touch). "
     "includeIframes=true also reads the page's visible frames in place (an embedded document; a frameset "
     "page's frames are always read)."
