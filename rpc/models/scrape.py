@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from cssselect import HTMLTranslator, SelectorError
-from pydantic import AfterValidator, Field
+from pydantic import Field, StringConstraints
 
 from rpc.models.base import Params, Result
 from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, MAX_FULL_PAGE_HEIGHT
@@ -44,17 +43,9 @@ MAX_PDF_BYTES = 32 * MIB  # a PDF to read as text (markdown, html, links)
 MAX_SELECTORS = 20
 
 
-def _css_selector(value: str) -> str:
-    """A CSS selector lxml can match (cssselect's dialect: no pseudo-elements such as ::before)."""
-    value = value.strip()
-    try:
-        HTMLTranslator().css_to_xpath(value)
-    except SelectorError as exc:
-        raise ValueError(f"not a CSS selector lxml can match: {exc}") from None
-    return value
-
-
-CssSelector = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_css_selector)]
+# A CSS selector as document.querySelectorAll takes it: the sandbox's browser checks it before the page
+# loads and matches it on the rendered page (sandbox_image/scrape/tags.py).
+CssSelector = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 
 
 class ScrapeOptions(Params):

@@ -11,6 +11,9 @@
 // options.frames: <iframe>/<frame> elements of this document whose own documents the caller reads
 // (frames.py); the clone marks each data-bw-frame="i" and `frames` returns their boxes. options.offset:
 // where this document's viewport sits on the top page (a frame's), added to every box.
+// options.include / options.exclude: the caller's CSS selectors (scrape's includeTags / excludeTags),
+// matched here by the browser's own engine; the clone marks what they match data-bw-include /
+// data-bw-exclude. A selector the browser cannot parse answers { badSelector, field } and nothing else.
 (options) => {
   const maxBoxes = (options && options.maxBoxes) || 20000;
   const frameElements = (options && options.frames) || [];
@@ -19,6 +22,16 @@
   const doc = document;
   const root = doc.documentElement;
   if (!root) return { html: "", stats: {}, frames: [] };
+  const selected = { include: new Set(), exclude: new Set() };
+  for (const [field, kind] of [["includeTags", "include"], ["excludeTags", "exclude"]]) {
+    for (const selector of (options && options[kind]) || []) {
+      try {
+        for (const el of doc.querySelectorAll(selector)) selected[kind].add(el);
+      } catch (error) {
+        return { badSelector: selector, field, reason: String(error && error.message || error) };
+      }
+    }
+  }
   const scrollX = window.scrollX, scrollY = window.scrollY;
   const docWidth = Math.max(root.scrollWidth, window.innerWidth);
   const docHeight = Math.max(root.scrollHeight, window.innerHeight);
@@ -103,6 +116,8 @@
       if (reason) { copy.setAttribute("data-bw-hidden", reason); stats.hidden++; }
       const frame = frameIndex.get(src);
       if (frame !== undefined) copy.setAttribute("data-bw-frame", String(frame));
+      if (selected.include.has(src)) copy.setAttribute("data-bw-include", "");
+      if (selected.exclude.has(src)) copy.setAttribute("data-bw-exclude", "");
       const box = boxes.get(src);
       if (box) {
         copy.setAttribute("data-bw-box", box.slice(0, 4).join(" "));

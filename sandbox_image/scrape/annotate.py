@@ -6,10 +6,13 @@ extractor has; it marks a clone and leaves the live page alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from rpc.errors import invalid_parameter
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
@@ -38,6 +41,13 @@ class AnnotatedDom:
     @classmethod
     def from_script(cls, raw: Any, url: str) -> AnnotatedDom:
         """Validate what the page script returned (the page's own scripts share that world)."""
+        if isinstance(raw, dict) and isinstance(raw.get("badSelector"), str):
+            field = "excludeTags" if raw.get("field") == "excludeTags" else "includeTags"
+            raise invalid_parameter(
+                field,
+                f"the browser cannot match {raw['badSelector'][:200]!r}: {str(raw.get('reason'))[:300]}",
+                hint="give CSS selectors as in document.querySelectorAll, e.g. 'article', '.price', '#specs > p'",
+            )
         if not isinstance(raw, dict) or not isinstance(raw.get("html"), str):
             raise ValueError("the annotation script returned no HTML")
         stats_raw = raw.get("stats")
@@ -53,7 +63,19 @@ class AnnotatedDom:
         )
 
 
-async def annotate_page(page: Page) -> AnnotatedDom:
+@dataclass(frozen=True)
+class Selectors:
+    """scrape's includeTags / excludeTags, matched by annotate.js (tags.py reads the marks)."""
+
+    include: Sequence[str] | None = None
+    exclude: Sequence[str] | None = None
+
+    def options(self) -> dict[str, list[str]]:
+        return {"include": list(self.include or ()), "exclude": list(self.exclude or ())}
+
+
+async def annotate_page(page: Page, selectors: Selectors | None = None) -> AnnotatedDom:
     """Run the annotation script in `page` and return its marked HTML."""
-    raw = await page.evaluate(annotate_script(), {"maxBoxes": MAX_BOXES})
+    options = {"maxBoxes": MAX_BOXES, **(selectors.options() if selectors else {})}
+    raw = await page.evaluate(annotate_script(), options)
     return AnnotatedDom.from_script(raw, page.url)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from lxml.html import HtmlElement, tostring
 
 from sandbox_image.scrape import tags
-from sandbox_image.scrape.annotate import annotate_page
+from sandbox_image.scrape.annotate import Selectors, annotate_page
 from sandbox_image.scrape.document import Document, choose_document
 from sandbox_image.scrape.dom import HIDDEN_MARK, HIDDEN_REASONS, remove_own_text, strip_marks
 from sandbox_image.scrape.frames import annotate_with_frames
@@ -91,22 +91,24 @@ def extract_html(
     voter_texts: Mapping[str, str] | None = None,
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
+    marked: bool = False,
 ) -> ExtractedPage:
     """Extract from annotate.js's HTML (plain HTML works too: it just has no visibility marks).
 
     `exclude`: CSS selectors whose elements go first; `include`: CSS selectors whose elements are the
-    content, instead of the main content (tags.py)."""
+    content, instead of the main content (tags.py). `marked`: annotate.js matched them already."""
     document = choose_document(annotated_html, response_html)
     root = document.root
     metadata = extract_metadata(root, url)
+    marked = marked and document.source == "rendered"  # the server's HTML has no marks
     if exclude:
-        tags.drop_matching(root, exclude)
+        tags.drop_matching(root, exclude, marked=marked)
     links = extract_links(root, url)
     base = document_base(root, url)  # what relative links and images resolve against, as in the browser
     fallback = False
     if include is not None:
         only_main_content = False  # the caller chose the content
-        content = visible_body(document, tags.matching(root, include))
+        content = visible_body(document, tags.matching(root, include, marked=marked))
     elif only_main_content:
         selection = select_blocks(document, url, lang or metadata.language, models, voter_texts, selector)
         fallback = selection.fallback
@@ -148,13 +150,14 @@ async def extract_page(
     `response_html` is the body of the navigation response, when the caller kept it: it lets
     extraction fall back to the server's HTML for pages whose scripts failed to render them.
     `frames_s`: read the page's frames in place too, within that many seconds (frames.py). `include` and
-    `exclude`: as extract_html.
+    `exclude`: as extract_html; the browser matches them (annotate.js).
     """
     frames = None
+    selectors = Selectors(include, exclude) if include is not None or exclude else None
     if frames_s is None:
-        annotated = await annotate_page(page)
+        annotated = await annotate_page(page, selectors)
     else:
-        annotated, frames = await annotate_with_frames(page, frames_s)
+        annotated, frames = await annotate_with_frames(page, frames_s, selectors)
     extracted = await asyncio.to_thread(
         extract_html,
         annotated.html,
@@ -164,5 +167,6 @@ async def extract_page(
         lang=annotated.lang,
         include=include,
         exclude=exclude,
+        marked=selectors is not None,
     )
     return extracted if frames is None else replace(extracted, frames=frames)

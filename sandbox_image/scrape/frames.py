@@ -20,7 +20,7 @@ from lxml.html import HtmlElement, tostring
 
 from rpc.models.scrape import MAX_PAGE_BYTES
 from sandbox_image.browser.errors import PlaywrightError
-from sandbox_image.scrape.annotate import MAX_BOXES, AnnotatedDom, annotate_script
+from sandbox_image.scrape.annotate import MAX_BOXES, AnnotatedDom, Selectors, annotate_script
 from sandbox_image.scrape.dom import parse_html
 from sandbox_image.scrape.links import document_base, make_absolute
 
@@ -42,6 +42,7 @@ _KEPT_PREFIXES = ("aria-", "data-bw-")
 @dataclass
 class _Reading:
     deadline: float
+    selectors: dict[str, list[str]]  # annotate.js's include / exclude options, the same in every frame
     frames: int = 0
     size: int = 0
 
@@ -49,9 +50,11 @@ class _Reading:
         return self.deadline - asyncio.get_running_loop().time()
 
 
-async def annotate_with_frames(page: Page, bound_s: float) -> tuple[AnnotatedDom, int]:
+async def annotate_with_frames(
+    page: Page, bound_s: float, selectors: Selectors | None = None
+) -> tuple[AnnotatedDom, int]:
     """The page annotated as annotate_page does, its frames' documents in place; and how many were read."""
-    reading = _Reading(asyncio.get_running_loop().time() + bound_s)
+    reading = _Reading(asyncio.get_running_loop().time() + bound_s, selectors.options() if selectors else {})
     dom = await _annotate(page.main_frame, (0, 0), 0, reading)
     return dom, reading.frames
 
@@ -66,6 +69,7 @@ async def _annotate(frame: Frame, offset: tuple[int, int], depth: int, reading: 
                 children.append((child, await child.frame_element()))
     try:
         options = {"maxBoxes": MAX_BOXES, "frames": [h for _, h in children], "offset": list(offset)}
+        options.update(reading.selectors)
         raw = await frame.evaluate(annotate_script(), options)
     finally:
         for _, handle in children:

@@ -43,6 +43,7 @@ from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import redact
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.scrape import loading, output, pdf, tags
+from sandbox_image.scrape.annotate import Selectors, annotate_page
 from sandbox_image.scrape.dom import parse_html
 from sandbox_image.scrape.extract import extract_page
 from sandbox_image.scrape.frames import annotate_with_frames
@@ -82,18 +83,26 @@ def _metadata(meta: PageMetadata) -> ScrapeMetadata:
     return ScrapeMetadata.model_validate(stated)
 
 
+def _selectors(params: ScrapePageParams) -> Selectors | None:
+    return (
+        Selectors(params.includeTags, params.excludeTags)
+        if params.includeTags is not None or params.excludeTags
+        else None
+    )
+
+
 def _read_document(html: str, url: str, params: ScrapePageParams) -> tuple[PageMetadata, list[str]]:
     """The page's metadata, and its links when they are the format asked for (within includeTags, without
-    excludeTags)."""
+    excludeTags: `html` is then annotate.js's, with the browser's matches marked)."""
     root: HtmlElement = parse_html(html)
     metadata = extract_metadata(root, url)
     if params.format != "links":
         return metadata, []
     if params.excludeTags:
-        tags.drop_matching(root, params.excludeTags)
+        tags.drop_matching(root, params.excludeTags, marked=True)
     if params.includeTags is None:
         return metadata, extract_links(root, url)
-    found = (extract_links(root, url, scope=part) for part in tags.matching(root, params.includeTags))
+    found = (extract_links(root, url, scope=part) for part in tags.matching(root, params.includeTags, marked=True))
     return metadata, list(dict.fromkeys(link for links in found for link in links))
 
 
@@ -153,6 +162,9 @@ class ScrapeService:
     ) -> ScrapePageResult:
         load_ms = (budget.remaining() - _read_reserve(params) - params.waitFor / 1000) * 1000
         fmt = params.format
+        selectors = _selectors(params)
+        if selectors is not None:  # the browser's verdict on them, before anything is loaded
+            await tab.guard(tags.check(tab.check(), selectors))
         frame = loading.MainFrame(tab.check())
         try:
             loaded = await loading.load(tab, params.url, fmt, load_ms, frame, want_html=fmt in ("markdown", "html"))
@@ -257,8 +269,10 @@ class ScrapeService:
             main_content, fallback = extracted.main_content, extracted.fallback
         else:
             if fmt == "links" and frames_s is not None:
-                annotated, result["iframes"] = await tab.guard(annotate_with_frames(page, frames_s))
+                annotated, result["iframes"] = await tab.guard(annotate_with_frames(page, frames_s, _selectors(params)))
                 html = annotated.html
+            elif fmt == "links" and _selectors(params) is not None:
+                html = (await tab.guard(annotate_page(page, _selectors(params)))).html
             else:
                 html = await tab.guard(page.content())
             meta, links = await asyncio.to_thread(_read_document, html, tab.url, params)

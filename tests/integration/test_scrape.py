@@ -115,7 +115,7 @@ async def bad_inputs_open_nothing(s: Session, client: docker.DockerClient, names
         ({"url": BASE, "profileId": "p" * 65}, "profileId"),
         ({"url": BASE, "offset": -1}, "offset"),
         ({"url": BASE, "maxChars": 0}, "maxChars"),
-        ({"url": BASE, "includeTags": ["div["]}, "includeTags.0"),
+        ({"url": BASE, "includeTags": [" "]}, "includeTags.0"),
     ]
     for args, field in cases:
         err = await s.error("scrape", args)
@@ -152,8 +152,10 @@ async def formats(p: Scraper) -> None:
     assert first["truncated"] and len(first["markdown"]) <= 500 and first["totalChars"] == whole["totalChars"]
     rest = await p.ok("/article", onlyMainContent=False, offset=first["nextOffset"])
     assert first["markdown"] + rest["markdown"] == whole["markdown"] and rest["nextOffset"] is None
-    chosen = await p.ok("/article", includeTags=["table"], excludeTags=["th"])  # the caller's own selection
+    chosen = await p.ok("/article", includeTags=[":is(table, .none)"], excludeTags=["th"])  # the caller's own choice
     assert chosen["markdown"].strip().startswith("| Fox") and not chosen["mainContent"]
+    bad = await p.error(f"{BASE}/article", "INVALID_PARAMETER", excludeTags=["div["])  # the browser's verdict
+    assert [e["field"] for e in bad["details"]["errors"]] == ["excludeTags"], bad
     html = await p.ok("/article", format="html")
     assert "<h1>Foxes and dogs</h1>" in html["html"] and html["markdown"] is None
     links = await p.ok("/article", format="links")

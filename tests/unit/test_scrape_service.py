@@ -222,6 +222,20 @@ async def test_the_callers_selectors_choose_the_content(scraper: BrowserDriver, 
     assert links == [f"{pages}/more", "https://example.org/fox"]  # not the menu's
     links = (await scrape(scraper, f"{pages}/article", format="links", excludeTags=["nav", "footer"]))["links"]
     assert links == [f"{pages}/more", "https://example.org/fox"]
+    # The browser's CSS (a list in :is(), a case-insensitive attribute), and its verdict on one it cannot parse:
+    # refused before the page loads, nothing left open.
+    modern = await scrape(scraper, f"{pages}/article", includeTags=[":is(h1, table)", "[HREF$='FOX' i]"])
+    assert (
+        modern["markdown"].startswith("# Foxes and dogs")
+        and "[elsewhere](https://example.org/fox)" in modern["markdown"]
+        and "Part 1" not in modern["markdown"]
+    )
+    before = scraper.service.engine.open_counts()
+    for field, selector in [("includeTags", "div["), ("excludeTags", "a >>> b")]:
+        err = await scraper.error("scrape.page", url=f"{pages}/never", **{field: ["p", selector]})
+        assert err.code.value == "INVALID_PARAMETER" and err.details["errors"][0]["field"] == field, err
+        assert selector in err.message and err.hint
+    assert scraper.service.engine.open_counts() == before
 
 
 async def test_long_text_is_read_in_parts(scraper: BrowserDriver, pages: str) -> None:

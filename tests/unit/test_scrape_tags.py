@@ -1,5 +1,6 @@
-"""scrape's includeTags / excludeTags (tags.py, extract_html): the caller's CSS selectors over the page, and
-the request model refusing what lxml cannot match."""
+"""scrape's includeTags / excludeTags (tags.py, extract_html) on HTML without annotate.js's marks (lxml
+matches the selectors), and the request model's bounds; the browser's matching and its verdict on a
+selector: test_scrape_service."""
 
 from __future__ import annotations
 
@@ -43,20 +44,28 @@ def test_exclude_takes_out_what_the_selectors_match_first() -> None:
 
 def test_matching_is_outermost_first_and_drop_keeps_the_text_after() -> None:
     root = parse_html("<body><div class='a'>A <b class='b'>B</b></div><p>x<i class='b'>I</i> tail</p></body>")
-    assert [e.tag for e in matching(root, [".b", ".a"])] == ["div", "i"]
-    assert drop_matching(root, [".b"]) == 2
+    assert [e.tag for e in matching(root, [".b", ".a"], marked=False)] == ["div", "i"]
+    assert drop_matching(root, [".b"], marked=False) == 2
     assert root.find("body").text_content() == "A x tail"
+
+
+def test_the_marks_of_the_browser_are_read_when_there_are_any() -> None:
+    root = parse_html(
+        "<body><div data-bw-include=''>A <b data-bw-include=''>B</b></div><p data-bw-exclude=''>x</p><p>y</p></body>"
+    )
+    assert [e.tag for e in matching(root, ["ignored"], marked=True)] == ["div"]
+    assert drop_matching(root, ["ignored"], marked=True) == 1 and root.find("body").text_content() == "A By"
+    lxml_cannot = parse_html("<body><h2 x='A'>t</h2></body>")  # the browser's CSS, not cssselect's: no match here
+    assert matching(lxml_cannot, ["[x='a' i]"], marked=False) == []
 
 
 @pytest.mark.parametrize(
     ("tags", "field"),
-    [(["div["], "includeTags.0"), (["a::before"], "includeTags.0"), (["  "], "includeTags.0"),
-     (["p"] * (MAX_SELECTORS + 1), "includeTags"), ([], None)],
-)  # fmt: skip
-def test_selectors_lxml_cannot_match_are_refused(tags: list[str], field: str | None) -> None:
-    if field is None:
-        assert ScrapeRequest(url=URL, includeTags=tags, excludeTags=[":has(a)", "p:nth-child(2)"]).includeTags == []
-        return
+    [(["  "], "includeTags.0"), (["p" * 501], "includeTags.0"), (["p"] * (MAX_SELECTORS + 1), "includeTags")],
+)
+def test_the_request_model_bounds_the_selectors(tags: list[str], field: str) -> None:
     with pytest.raises(ValidationError) as raised:
         ScrapeRequest(url=URL, includeTags=tags)
     assert [".".join(map(str, e["loc"])) for e in raised.value.errors()] == [field]
+    ok = ScrapeRequest(url=URL, includeTags=[" :is(h1, h2) "], excludeTags=["a::before"])
+    assert ok.includeTags == [":is(h1, h2)"] and ok.excludeTags == ["a::before"]  # the browser judges these
