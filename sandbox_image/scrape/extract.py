@@ -142,18 +142,16 @@ async def extract_page(
     only_main_content: bool = True,
     response_html: str | None = None,
     frames_s: float | None = None,
-    include: Sequence[str] | None = None,
-    exclude: Sequence[str] | None = None,
+    selectors: Selectors | None = None,
 ) -> ExtractedPage:
     """Annotate the rendered `page` in the browser, then extract from it in a worker thread.
 
     `response_html` is the body of the navigation response, when the caller kept it: it lets
     extraction fall back to the server's HTML for pages whose scripts failed to render them.
-    `frames_s`: read the page's frames in place too, within that many seconds (frames.py). `include` and
-    `exclude`: as extract_html; the browser matches them (annotate.js).
+    `frames_s`: read the page's frames in place too, within that many seconds (frames.py). `selectors`:
+    includeTags / excludeTags, as extract_html's include / exclude, matched by the browser (annotate.js).
     """
     frames = None
-    selectors = Selectors(include, exclude) if include is not None or exclude else None
     if frames_s is None:
         annotated = await annotate_page(page, selectors)
     else:
@@ -165,8 +163,8 @@ async def extract_page(
         only_main_content=only_main_content,
         response_html=response_html,
         lang=annotated.lang,
-        include=include,
-        exclude=exclude,
+        include=selectors.include if selectors else None,
+        exclude=selectors.exclude if selectors else None,
         marked=selectors is not None,
     )
     return extracted if frames is None else replace(extracted, frames=frames)

@@ -249,7 +249,7 @@ class ScrapeService:
 
         result: dict[str, Any] = {}
         main_content = fallback = False
-        window = (params.offset, params.maxChars)
+        window, selectors = (params.offset, params.maxChars), _selectors(params)
         frames_s = None
         readable = loaded.is_html and fmt not in SCREENSHOT_FORMATS
         if readable and (params.includeIframes or await tab.guard(page.evaluate(_FRAMESET))):
@@ -260,8 +260,7 @@ class ScrapeService:
                 only_main_content=params.onlyMainContent,
                 response_html=loaded.response_html,
                 frames_s=frames_s,
-                include=params.includeTags,
-                exclude=params.excludeTags,
+                selectors=selectors,
             )
             part = output.text_part(extracted.markdown if fmt == "markdown" else extracted.html, *window)
             result.update(part.fields(fmt), iframes=extracted.frames)
@@ -269,10 +268,10 @@ class ScrapeService:
             main_content, fallback = extracted.main_content, extracted.fallback
         else:
             if fmt == "links" and frames_s is not None:
-                annotated, result["iframes"] = await tab.guard(annotate_with_frames(page, frames_s, _selectors(params)))
+                annotated, result["iframes"] = await tab.guard(annotate_with_frames(page, frames_s, selectors))
                 html = annotated.html
-            elif fmt == "links" and _selectors(params) is not None:
-                html = (await tab.guard(annotate_page(page, _selectors(params)))).html
+            elif fmt == "links" and selectors is not None:
+                html = (await tab.guard(annotate_page(page, selectors))).html
             else:
                 html = await tab.guard(page.content())
             meta, links = await asyncio.to_thread(_read_document, html, tab.url, params)
