@@ -1262,14 +1262,12 @@ def _mem_available_mib() -> float:
     return _meminfo_mib("MemAvailable")
 
 
-@benchmark("browser_page", "browser_goto + browser_snapshot of a page served in the sandbox", default_n=20)
-async def bench_browser_page(h: Harness, n: int) -> list[Series]:
-    """A local page (python -m http.server inside the sandbox) so the network is not measured."""
-    h.require_tools("browser_goto", "browser_snapshot")
-    b = "browser_page"
-    sid, _ = await h.shared_sandbox()
+@contextlib.asynccontextmanager
+async def local_page(h: Harness, sid: str, html: str) -> AsyncIterator[str]:
+    """`html` served from inside the sandbox (python -m http.server on loopback), so the network is not
+    measured; yields its URL and stops the server afterwards."""
     url = f"http://127.0.0.1:{PAGE_PORT}/"
-    await h.call("file_write", {"sandboxId": sid, "path": "bench_site/index.html", "content": PAGE_HTML})
+    await h.call("file_write", {"sandboxId": sid, "path": "bench_site/index.html", "content": html})
     started = await h.call(
         "code_run",
         {
@@ -1280,7 +1278,6 @@ async def bench_browser_page(h: Harness, n: int) -> list[Series]:
             "background": True,
         },
     )
-    pid = started["processId"]
     try:
         wait = (
             "import time, urllib.request\n"
@@ -1293,6 +1290,19 @@ async def bench_browser_page(h: Harness, n: int) -> list[Series]:
             "    raise SystemExit('page server did not come up')\n"
         )
         await h.call("code_run", {"sandboxId": sid, "language": "python", "code": wait})
+        yield url
+    finally:
+        with contextlib.suppress(BenchError):
+            await h.call("process_kill", {"sandboxId": sid, "processId": started["processId"]})
+
+
+@benchmark("browser_page", "browser_goto + browser_snapshot of a page served in the sandbox", default_n=20)
+async def bench_browser_page(h: Harness, n: int) -> list[Series]:
+    """A local page (python -m http.server inside the sandbox) so the network is not measured."""
+    h.require_tools("browser_goto", "browser_snapshot")
+    b = "browser_page"
+    sid, _ = await h.shared_sandbox()
+    async with local_page(h, sid, PAGE_HTML) as url:
         goto, snap, both, bare_goto, bare_snap, bare_both = Series.group(
             b,
             "ms",
@@ -1329,9 +1339,60 @@ async def bench_browser_page(h: Harness, n: int) -> list[Series]:
             done += k
             progress(f"{b} {done}/{n}")
         return [bare_goto, goto, bare_snap, snap, bare_both, both]
-    finally:
-        with contextlib.suppress(BenchError):
-            await h.call("process_kill", {"sandboxId": sid, "processId": pid})
+
+
+# browser_scrape: an article of some length (a table, a code block, a menu and a footer to leave out).
+ARTICLE_HTML = (
+    "<!doctype html><html lang='en'><head><title>Boxwright bench article</title></head><body>"
+    "<header><nav>" + " ".join(f"<a href='/s{i}'>Section {i}</a>" for i in range(12)) + "</nav></header>"
+    "<main><article><h1>Benchmark article</h1>"
+    + "".join(
+        f"<h2>Part {i}</h2><p>{'Paragraph words about foxes, dogs and the long grass between them. ' * 12}</p>"
+        for i in range(20)
+    )
+    + "<table><tr><th>Animal</th><th>Speed</th></tr><tr><td>Fox</td><td>50</td></tr></table>"
+    "<pre><code class='language-python'>print('fox')</code></pre></article></main>"
+    "<footer><a href='/privacy'>Privacy</a> <a href='/terms'>Terms</a></footer></body></html>"
+)
+
+
+@benchmark(
+    "browser_scrape", "browser_scrape of the open tab vs scrape (load afresh) vs browser_page_content", default_n=20
+)
+async def bench_browser_scrape(h: Harness, n: int) -> list[Series]:
+    """What reading the tab as it is saves: the same local page read by the scrape engine from the open tab,
+    opened and read (browser_goto + browser_scrape), and by `scrape` with sandboxId (a fresh context, the
+    load and the smart wait); browser_page_content (innerText by headings, no main-content models) as the
+    cheap reader beside it."""
+    h.require_tools("browser_goto", "browser_scrape", "browser_page_content", "scrape")
+    b = "browser_scrape"
+    sid, _ = await h.shared_sandbox()
+    async with local_page(h, sid, ARTICLE_HTML) as url:
+        tab, opened, fresh, content = Series.group(
+            b,
+            "ms",
+            "browser_scrape of the open tab (markdown, main content)",
+            "browser_goto + browser_scrape",
+            "scrape with sandboxId (fresh context, load, smart wait; baseline)",
+            "browser_page_content of the open tab (innerText by headings)",
+        )
+
+        async def checked(tool: str, args: dict[str, Any]) -> float:
+            ms, data = await h.timed_call(tool, {"sandboxId": sid, **args})
+            if "Part 19" not in json.dumps(data) or "Privacy" in json.dumps(data.get("markdown", "")):
+                raise BenchError(f"{tool} did not read the article's main content")
+            return ms
+
+        await h.call("browser_goto", {"sandboxId": sid, "url": url})  # launches the browser: not counted
+        await checked("browser_scrape", {})  # loads the scrape engine: not counted
+        for i in range(n):
+            tab.add(await checked("browser_scrape", {}))
+            content.add(await checked("browser_page_content", {"maxLength": 200_000}))
+            g_ms, _ = await h.timed_call("browser_goto", {"sandboxId": sid, "url": url})
+            opened.add(g_ms + await checked("browser_scrape", {}))
+            fresh.add(await checked("scrape", {"url": url}))
+            progress(f"{b} {i + 1}/{n}")
+        return [fresh, opened, tab, content]
 
 
 @benchmark("batch_extract", f"batch_extract_pages over {BATCH_PAGES} local pages", default_n=3)

@@ -19,7 +19,7 @@ from rpc.models.sandbox import (
     SandboxInfoParams,
     SandboxInfoResult,
 )
-from rpc.models.scrape import ScrapePageParams, ScrapePageResult
+from rpc.models.scrape import BrowserScrapeParams, BrowserScrapeResult, ScrapePageParams, ScrapePageResult
 from rpc.runner_methods import CODE_RUN, PROCESS_KILL, PROCESS_LIST, PROCESS_OUTPUT
 from rpc.runner_methods import RUNNER_METHODS as RUNNER_METHODS
 
@@ -51,6 +51,8 @@ BROWSER_SCREENSHOT = Method("browser.screenshot", b.ScreenshotParams, b.Screensh
 BROWSER_WAIT_FOR_STABLE = Method("browser.wait_for_stable", b.WaitForStableParams, b.StabilityResult)
 BROWSER_PAGE_INFO = Method("browser.page_info", b.PageInfoParams, b.PageInfoResult)
 BROWSER_PAGE_CONTENT = Method("browser.page_content", b.PageContentParams, b.PageContentResult)
+# The page a tab shows now, read as scrape reads a page (served by sandbox_image.scrape, on the tab's lock).
+BROWSER_SCRAPE = Method("browser.scrape", BrowserScrapeParams, BrowserScrapeResult)
 BROWSER_TABS = Method("browser.tabs", b.TabsParams, b.TabsResult)
 BROWSER_SESSIONS = Method("browser.sessions", b.SessionsParams, b.SessionsResult, 15_000)
 BROWSER_HANDLE_DIALOG = Method("browser.handle_dialog", b.HandleDialogParams, b.HandleDialogResult, 10_000)
@@ -79,6 +81,7 @@ BROWSER: tuple[Method, ...] = (
     BROWSER_WAIT_FOR_STABLE,
     BROWSER_PAGE_INFO,
     BROWSER_PAGE_CONTENT,
+    BROWSER_SCRAPE,
     BROWSER_TABS,
     BROWSER_SESSIONS,
     BROWSER_HANDLE_DIALOG,

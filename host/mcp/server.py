@@ -39,7 +39,8 @@ bash; background=true for servers), move data with file_read/file_write/file_lis
 to /workspace), browse with browser_goto then browser_snapshot (act on elements by their [ref_N] \
 with browser_click/browser_type), and destroy the sandbox with sandbox_destroy when done. For multi-step \
 browser jobs without step-by-step calls, run a template (list_task_templates, run_task_template, get_task_run). \
-To read one web page as markdown, html, links or a screenshot, call scrape (no sandbox needed). \
+To read one web page as markdown, html, links or a screenshot, call scrape (no sandbox needed); to read the \
+page a browser tab shows after you clicked or typed in it, call browser_scrape. \
 For sites that need a login, open a session from a saved login profile (browser_sessions create with profileId; \
 scrape takes profileId too), or hand a person the link from browser_live_view so they can log in (or solve a \
 CAPTCHA) in your session themselves. Every result starts with a one-line summary followed by JSON; errors carry \

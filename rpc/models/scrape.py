@@ -4,7 +4,8 @@ Three models share `ScrapeOptions` (what to fetch and how): `ScrapeRequest` is t
 (adds where it runs and as which login profile), `ScrapePageParams` is the agent's `scrape.page`
 (adds the login state, a Playwright storageState, the fresh context starts with), and
 `ScrapeOutput`/`ScrapePageResult` are what comes back (the RPC result also carries the PNG, which the
-MCP tool sends as image content instead).
+MCP tool sends as image content instead). `ReadOptions` and `PageText` (how the text formats are read,
+and what they answer) are shared with `browser_scrape`, which reads the page a browser tab shows now.
 
 Sizes are capped so every answer fits one MCP message (well under the 10 MiB TypeScript clients
 accept, counting that the tool's text block repeats the structured result): text content at
@@ -20,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from rpc.models.base import Params, Result
-from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, MAX_FULL_PAGE_HEIGHT
+from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, MAX_FULL_PAGE_HEIGHT, TabParams, TabResult
 from rpc.models.profiles import DEFAULT_PROFILE_ID, ProfileId, StorageState
 from rpc.models.templates import HttpUrl
 
@@ -48,7 +49,7 @@ MAX_SELECTORS = 20
 CssSelector = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 
 
-class ScrapeOptions(Params):
+class _Address(Params):
     url: HttpUrl = Field(description="The page: an absolute http:// or https:// URL")
     format: ScrapeFormat = Field(
         "markdown",
@@ -56,23 +57,15 @@ class ScrapeOptions(Params):
         "screenshot (the viewport) or fullscreenshot (the whole page, cut at "
         f"{MAX_FULL_PAGE_HEIGHT} px); one format per call",
     )
+
+
+class ReadOptions(Params):
+    """How a rendered page's text is read: the same for `scrape` and for `browser_scrape` (the page a tab shows)."""
+
     onlyMainContent: bool = Field(
         True,
         description="markdown/html: only the main content (navigation, ads, footers left out); falls back to the "
         "whole page when the main content comes out empty. Ignored by links and the screenshots",
-    )
-    waitFor: int = Field(
-        0,
-        ge=0,
-        le=MAX_WAIT_FOR_MS,
-        description="Milliseconds to wait after the page loaded before reading it; 0 (default): wait until it "
-        "settles (network quiet and DOM stable, bounded by timeoutMs)",
-    )
-    timeoutMs: int = Field(
-        DEFAULT_SCRAPE_TIMEOUT_MS,
-        ge=1_000,
-        le=MAX_BROWSER_TIMEOUT_MS,
-        description="Time to load and read the page, on top of waitFor",
     )
     offset: int = Field(
         0,
@@ -98,16 +91,34 @@ class ScrapeOptions(Params):
         description="markdown/html/links: leave out what these CSS selectors match (e.g. ['.comments', 'aside']), "
         "before the main content is chosen",
     )
-    mobile: bool = Field(
-        False,
-        description="Read the page as a phone shows it: a 412×839 viewport, mobile Chrome's user agent, touch "
-        "(Playwright's Pixel 7, one device pixel per CSS pixel) — for a site's mobile layout or screenshot",
-    )
     includeIframes: bool = Field(
         False,
         description="markdown/html/links: also read the page's visible iframes and frames (cross-origin ones "
         "too), each in its place; off by default, as embeds are mostly ads, players and widgets. For a page "
         "whose content is in a frame (a frameset page's frames are read without it)",
+    )
+
+
+class ScrapeOptions(ReadOptions, _Address):
+    """What to fetch and how (fields in this order: url, format, the reading options, then these)."""
+
+    waitFor: int = Field(
+        0,
+        ge=0,
+        le=MAX_WAIT_FOR_MS,
+        description="Milliseconds to wait after the page loaded before reading it; 0 (default): wait until it "
+        "settles (network quiet and DOM stable, bounded by timeoutMs)",
+    )
+    timeoutMs: int = Field(
+        DEFAULT_SCRAPE_TIMEOUT_MS,
+        ge=1_000,
+        le=MAX_BROWSER_TIMEOUT_MS,
+        description="Time to load and read the page, on top of waitFor",
+    )
+    mobile: bool = Field(
+        False,
+        description="Read the page as a phone shows it: a 412×839 viewport, mobile Chrome's user agent, touch "
+        "(Playwright's Pixel 7, one device pixel per CSS pixel) — for a site's mobile layout or screenshot",
     )
 
 
@@ -156,14 +167,9 @@ class ScrapeMetadata(Result):
     image: str | None = Field(None, description="The page's lead image (og:image, schema.org image), absolute")
 
 
-class ScrapeOutput(Result):
-    """What the scrape tool answers (a screenshot's PNG travels as MCP image content beside it)."""
+class PageText(Result):
+    """A rendered page's text formats, as `scrape` and `browser_scrape` answer them."""
 
-    url: str = Field(description="The final URL, after redirects")
-    title: str
-    status: int | None = Field(description="HTTP status of the page; a status >= 400 still returns the page")
-    format: ScrapeFormat
-    contentType: str = Field("", description="The page's media type, e.g. text/html")
     markdown: str | None = None
     html: str | None = None
     links: list[str] | None = None
@@ -181,14 +187,27 @@ class ScrapeOutput(Result):
     nextOffset: int | None = Field(
         None, description="markdown/html: where the rest of the text starts, when it was cut (pass it as offset)"
     )
+    iframes: int | None = Field(
+        None, description="With includeIframes: how many frames' documents were read in (markdown, html, links)"
+    )
+
+
+class _Fetched(Result):
+    url: str = Field(description="The final URL, after redirects")
+    title: str
+    status: int | None = Field(description="HTTP status of the page; a status >= 400 still returns the page")
+    format: ScrapeFormat
+    contentType: str = Field("", description="The page's media type, e.g. text/html")
+
+
+class ScrapeOutput(PageText, _Fetched):
+    """What the scrape tool answers (a screenshot's PNG travels as MCP image content beside it)."""
+
     width: int | None = Field(None, description="Screenshot width in pixels")
     height: int | None = Field(None, description="Screenshot height in pixels")
     wait: Literal["fixed", "settled", "unsettled"] = Field(
         description="fixed: waited waitFor ms; settled: the page went quiet; unsettled: it never did, so it was "
         "read when the smart wait's bound ran out"
-    )
-    iframes: int | None = Field(
-        None, description="With includeIframes: how many frames' documents were read in (markdown, html, links)"
     )
     elapsedMs: int = Field(description="Time spent in the sandbox's browser")
 
@@ -196,3 +215,31 @@ class ScrapeOutput(Result):
 class ScrapePageResult(ScrapeOutput):
     screenshot: str | None = Field(None, description="Base64 PNG (screenshot formats)", repr=False)
     storageState: StorageState | None = Field(None, description="With exportState: the context's state", repr=False)
+
+
+# -- browser_scrape: the page a tab shows now, read as scrape reads a page -----------------------
+TextFormat = Literal["markdown", "html", "links"]
+DEFAULT_TAB_SCRAPE_TIMEOUT_MS = 20_000
+
+
+class _TabFormat(TabParams):
+    format: TextFormat = Field(
+        "markdown",
+        description="What to return: markdown (default), html or links (absolute, deduplicated, page order); "
+        "for a picture of the tab, browser_screenshot",
+    )
+
+
+class BrowserScrapeParams(ReadOptions, _TabFormat):
+    """browser.scrape: no navigation, no wait: the tab's document as it is (after clicks, typing, a login)."""
+
+    timeoutMs: int = Field(DEFAULT_TAB_SCRAPE_TIMEOUT_MS, ge=1_000, le=MAX_BROWSER_TIMEOUT_MS)
+
+
+class _TabRead(TabResult):
+    format: TextFormat
+    contentType: str = Field("", description="The document's media type, e.g. text/html")
+
+
+class BrowserScrapeResult(PageText, _TabRead):
+    elapsedMs: int = Field(description="Time spent reading the tab")

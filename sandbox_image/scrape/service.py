@@ -24,14 +24,12 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lxml.html import HtmlElement
-
 from rpc import methods
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import WaitForStableParams
 from rpc.models.profiles import StorageState
-from rpc.models.scrape import MAX_PAGE_BYTES, SCREENSHOT_FORMATS, ScrapeMetadata, ScrapePageParams, ScrapePageResult
+from rpc.models.scrape import SCREENSHOT_FORMATS, ScrapeMetadata, ScrapePageParams, ScrapePageResult
 from sandbox_image.browser.background import quietly, spawn
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, execution_error
 from sandbox_image.browser.service import BrowserService
@@ -42,13 +40,7 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import redact
 from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.scrape import loading, output, pdf, tags
-from sandbox_image.scrape.annotate import Selectors, annotate_page
-from sandbox_image.scrape.dom import parse_html
-from sandbox_image.scrape.extract import extract_page
-from sandbox_image.scrape.frames import annotate_with_frames
-from sandbox_image.scrape.links import extract_links
-from sandbox_image.scrape.metadata import PageMetadata, extract_metadata
+from sandbox_image.scrape import current_tab, loading, output, pdf, reading, tags
 
 log = logging.getLogger("boxwright.agent.scrape")
 
@@ -58,52 +50,15 @@ SMART_WAIT_MAX_S = 10.0
 # loaded (network quiet and DOM stable, as the smart wait).
 LAZY_SCROLL_MAX_S = 3.0
 LAZY_SETTLE_MAX_S = 3.0
-# Reading the page's frames (includeIframes): at most this long, and at most half of what is left.
-FRAMES_MAX_S = 6.0
 # Kept back from loading and waiting for reading the page: this long, or this share of a small budget.
 READ_RESERVE_S = 8.0
 READ_RESERVE_SHARE = 0.3
 # A page that navigates itself after it settled (a late redirect, a reload) is read again, this often.
 NAVIGATION_REREADS = 2
-# What Playwright says when the document it was reading went away under it.
-_NAVIGATED = ("Execution context was destroyed", "page is navigating")
-_DOCUMENT_SIZE = "() => document.documentElement ? document.documentElement.outerHTML.length : 0"
-_TEXT = "() => document.body ? document.body.innerText : ''"
-# A frameset page has nothing to read but its frames: they are read whether or not includeIframes asked.
-_FRAMESET = "() => !!document.body && document.body.tagName === 'FRAMESET'"
 
 
 def _read_reserve(params: ScrapePageParams) -> float:
     return min(READ_RESERVE_S, READ_RESERVE_SHARE * params.timeoutMs / 1000)
-
-
-def _metadata(meta: PageMetadata) -> ScrapeMetadata:
-    stated = meta.as_dict()
-    stated.pop("title", None)
-    return ScrapeMetadata.model_validate(stated)
-
-
-def _selectors(params: ScrapePageParams) -> Selectors | None:
-    return (
-        Selectors(params.includeTags, params.excludeTags)
-        if params.includeTags is not None or params.excludeTags
-        else None
-    )
-
-
-def _read_document(html: str, url: str, params: ScrapePageParams) -> tuple[PageMetadata, list[str]]:
-    """The page's metadata, and its links when they are the format asked for (within includeTags, without
-    excludeTags: `html` is then annotate.js's, with the browser's matches marked)."""
-    root: HtmlElement = parse_html(html)
-    metadata = extract_metadata(root, url)
-    if params.format != "links":
-        return metadata, []
-    if params.excludeTags:
-        tags.drop_matching(root, params.excludeTags, marked=True)
-    if params.includeTags is None:
-        return metadata, extract_links(root, url)
-    found = (extract_links(root, url, scope=part) for part in tags.matching(root, params.includeTags, marked=True))
-    return metadata, list(dict.fromkeys(link for links in found for link in links))
 
 
 async def _shielded(coro: Coroutine[Any, Any, Any]) -> None:
@@ -120,6 +75,7 @@ class ScrapeService:
     def __init__(self, browser: BrowserService) -> None:
         self.browser = browser
         self._ids = itertools.count(1)
+        self.scrape_tab = browser.tab_handler(methods.BROWSER_SCRAPE, current_tab.scrape_tab)
 
     async def scrape(self, params: ScrapePageParams, deadline: Deadline) -> ScrapePageResult:
         budget = Budget.of(deadline, params.timeoutMs + params.waitFor)
@@ -162,7 +118,7 @@ class ScrapeService:
     ) -> ScrapePageResult:
         load_ms = (budget.remaining() - _read_reserve(params) - params.waitFor / 1000) * 1000
         fmt = params.format
-        selectors = _selectors(params)
+        selectors = reading.selectors_of(params)
         if selectors is not None:  # the browser's verdict on them, before anything is loaded
             await tab.guard(tags.check(tab.check(), selectors))
         frame = loading.MainFrame(tab.check())
@@ -203,7 +159,7 @@ class ScrapeService:
             try:
                 return await self._answer(tab, params, budget, loaded, frame, wait)
             except PlaywrightError as exc:
-                if not any(text in str(exc) for text in _NAVIGATED):
+                if not reading.navigated(exc):
                     raise
                 if rereads == NAVIGATION_REREADS:
                     raise BoxwrightError(
@@ -241,65 +197,32 @@ class ScrapeService:
         fmt = params.format
         loading.on_error_page(tab, params.url, fmt, frame)
 
-        page = tab.check()
-        if fmt not in SCREENSHOT_FORMATS:
-            size = int(await tab.guard(page.evaluate(_DOCUMENT_SIZE)) or 0)
-            if size > MAX_PAGE_BYTES:
-                raise loading.too_large(tab.url, size, "rendered document")
-
-        result: dict[str, Any] = {}
-        main_content = fallback = False
-        window, selectors = (params.offset, params.maxChars), _selectors(params)
-        frames_s = None
-        readable = loaded.is_html and fmt not in SCREENSHOT_FORMATS
-        if readable and (params.includeIframes or await tab.guard(page.evaluate(_FRAMESET))):
-            frames_s = min(FRAMES_MAX_S, budget.remaining() / 2)
-        if fmt in ("markdown", "html") and loaded.is_html:
-            extracted = await extract_page(
-                page,
-                only_main_content=params.onlyMainContent,
-                response_html=loaded.response_html,
-                frames_s=frames_s,
-                selectors=selectors,
+        result: dict[str, Any]
+        if fmt in SCREENSHOT_FORMATS:
+            html = await tab.guard(tab.check().content())
+            meta, _ = await asyncio.to_thread(reading.read_document, html, tab.url, fmt, params)
+            shot = await output.screenshot(tab, full_page=fmt == "fullscreenshot", timeout_ms=budget.remaining() * 1000)
+            result = dict(
+                screenshot=base64.b64encode(shot.png).decode("ascii"),
+                width=shot.width,
+                height=shot.height,
+                truncated=shot.truncated,
             )
-            part = output.text_part(extracted.markdown if fmt == "markdown" else extracted.html, *window)
-            result.update(part.fields(fmt), iframes=extracted.frames)
-            meta, title = extracted.metadata, extracted.title
-            main_content, fallback = extracted.main_content, extracted.fallback
+            title, metadata = meta.title, reading.metadata_of(meta)
         else:
-            if fmt == "links" and frames_s is not None:
-                annotated, result["iframes"] = await tab.guard(annotate_with_frames(page, frames_s, selectors))
-                html = annotated.html
-            elif fmt == "links" and selectors is not None:
-                html = (await tab.guard(annotate_page(page, selectors))).html
-            else:
-                html = await tab.guard(page.content())
-            meta, links = await asyncio.to_thread(_read_document, html, tab.url, params)
-            title = meta.title
-            if fmt == "links":
-                result["links"], result["truncated"] = output.cap_links(links)
-            elif fmt in SCREENSHOT_FORMATS:
-                shot = await output.screenshot(
-                    tab, full_page=fmt == "fullscreenshot", timeout_ms=budget.remaining() * 1000
-                )
-                result.update(
-                    screenshot=base64.b64encode(shot.png).decode("ascii"),
-                    width=shot.width,
-                    height=shot.height,
-                    truncated=shot.truncated,
-                )
-            else:  # a text document (text/plain, JSON) read as markdown or html
-                text = str(await tab.guard(page.evaluate(_TEXT)) or "") if fmt == "markdown" else html
-                result.update(output.text_part(text, *window).fields(fmt))
+            await reading.check_size(tab)
+            frames_s = await reading.frames_budget(tab, params, budget.remaining()) if loaded.is_html else None
+            read = await reading.read_text(
+                tab, fmt, params, is_html=loaded.is_html, frames_s=frames_s, response_html=loaded.response_html
+            )
+            result, title, metadata = read.fields, read.title, read.metadata
         return ScrapePageResult(
             url=tab.url,
             title=title or await tab.title(),
             status=loaded.status,
             format=fmt,
             contentType=loaded.content_type,
-            metadata=_metadata(meta),
-            mainContent=main_content,
-            fallback=fallback,
+            metadata=metadata,
             wait=wait,
             elapsedMs=budget.elapsed_ms(),
             **result,
@@ -345,4 +268,5 @@ class ScrapeService:
 def register(dispatcher: Dispatcher, browser: BrowserService) -> ScrapeService:
     service = ScrapeService(browser)
     dispatcher.register(methods.SCRAPE_PAGE, service.scrape)
+    dispatcher.register(methods.BROWSER_SCRAPE, service.scrape_tab)
     return service

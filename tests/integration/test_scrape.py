@@ -269,6 +269,28 @@ async def job_sandboxes_leave_nothing(s: Session, client: docker.DockerClient, n
     await until(lambda: engine_state(client, namespace) == before, 30)
 
 
+async def the_tab(s: Session, sid: str) -> None:
+    """browser_scrape: the page a tab shows after a click, read by the same engine; nothing loaded again."""
+    await s.ok("browser_goto", {"sandboxId": sid, "url": f"{BASE}/more"})
+    before = await s.call("browser_scrape", {"sandboxId": sid})
+    assert before.summary.startswith(f"browser_scrape ok: {BASE}/more (Fox listing): markdown, "), before.summary
+    assert "# Foxes, part one" in before.data["markdown"] and "part two" not in before.data["markdown"]
+    await s.ok("browser_click", {"sandboxId": sid, "selector": "#more"})
+    after = await s.ok("browser_scrape", {"sandboxId": sid, "onlyMainContent": False})
+    assert "## Foxes, part two" in after["markdown"] and "Footer words" in after["markdown"]
+    assert after["url"] == f"{BASE}/more" and after["contentType"] == "text/html" and after["tabId"]
+    links = await s.ok("browser_scrape", {"sandboxId": sid, "format": "links"})
+    assert f"{BASE}/fox/2" in links["links"]
+    only = await s.ok("browser_scrape", {"sandboxId": sid, "includeTags": ["#later"]})
+    assert only["markdown"].startswith("## Foxes, part two"), only
+    for args, field in (({"includeTags": ["div["]}, "includeTags"), ({"format": "screenshot"}, "format")):
+        err = await s.error("browser_scrape", {"sandboxId": sid, **args})
+        assert err.code == "INVALID_PARAMETER" and err.data["details"]["errors"][0]["field"] == field, err.data
+    await s.ok("browser_goto", {"sandboxId": sid, "url": f"{BASE}/noise.png"})
+    picture = await s.error("browser_scrape", {"sandboxId": sid})
+    assert picture.code == "UNSUPPORTED_CONTENT_TYPE", picture.data
+
+
 # -- the test --------------------------------------------------------------------------------
 
 
@@ -289,9 +311,12 @@ async def test_scrape(
             await network_policy(p, docker_client, namespace)
             assert p.calls >= 20
             assert await p.open_in_browser() == baseline  # no session, context or tab left behind
+            await the_tab(alice, sid)
             async with http_session(http_server.url, tokens["bob"]) as bob:
                 theirs = await bob.error("scrape", {"url": f"{BASE}/article", "sandboxId": sid})
                 assert theirs.code == "SANDBOX_NOT_FOUND"
+                tab = await bob.error("browser_scrape", {"sandboxId": sid})
+                assert tab.code == "SANDBOX_NOT_FOUND"
             await job_sandboxes_leave_nothing(alice, docker_client, namespace)
         finally:
             await alice.call("sandbox_destroy", {"sandboxId": sid})

@@ -74,7 +74,7 @@ async def test_tool_names_and_schemas_derive_from_the_methods(services: Services
     async with serving(services) as mcp:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
     assert set(tools) == SANDBOX_TOOLS | PROFILE_TOOLS | {tool_name(m) for m in FORWARDED} | TEMPLATE_TOOLS | {"scrape"}
-    assert len(FORWARDED) == 27
+    assert len(FORWARDED) == 28
     for method in FORWARDED:
         tool = tools[tool_name(method)]
         params = method.params.model_json_schema()
@@ -177,7 +177,7 @@ async def test_toolsets_choose_tool_groups(services: Services) -> None:
         "process_output",
         "process_kill",
     }
-    assert len(tool_specs(services)) == 43
+    assert len(tool_specs(services)) == 44
     assert set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates", "scrape"}
     assert {spec.name for spec in tool_specs(services, ["templates"])} - names == TEMPLATE_TOOLS - names
     with pytest.raises(ValueError, match="unknown toolset"):

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from rpc.errors import BoxwrightError
 from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_PAGE_BYTES
-from sandbox_image.scrape import frames
+from sandbox_image.scrape import frames, reading
 from sandbox_image.scrape import service as scrape_service
 from sandbox_image.scrape.output import cap_links, cap_text, json_size, text_part
 from tests.unit.browser_harness import BrowserDriver
@@ -81,6 +81,16 @@ DEVICE = """<!doctype html><html><head><title>Device</title><meta name="viewport
 "touch " + matchMedia("(pointer: coarse)").matches].join(" | ");</script></body></html>"""
 
 
+# A listing whose second half a "Load more" click adds: what a fresh load (scrape) never shows.
+MORE = f"""<!doctype html><html lang="en"><head><title>Fox listing</title></head><body>
+<nav><a href="/">Home</a> <a href="/about">About</a></nav>
+<main><h1>Foxes, part one</h1><p>{PARA}</p><textarea id="note"></textarea><div id="later"></div>
+<button id="more" onclick="document.getElementById('later').innerHTML =
+'<h2>Foxes, part two</h2><p>Later words about the red fox, its den and its cubs, loaded on request. {PARA}</p>' +
+'<a href=/fox/2>Second fox</a>'">Load more</button></main><footer>Footer words</footer></body></html>"""
+PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
 def other_origin(request: web.Request) -> str:
     return f"http://localhost:{request.url.port}"
 
@@ -132,6 +142,8 @@ ROUTES: dict[str, Any] = {
     "/secret": lambda _r: html("<p>Secret frame words</p>"),
     "/frameset": lambda _r: html(FRAMESET),
     "/device": lambda _r: html(DEVICE),
+    "/more": lambda _r: html(MORE),  # browser.scrape (test_browser_scrape): content a click adds
+    "/pic.png": lambda _r: web.Response(body=base64.b64decode(PNG_1X1), content_type="image/png"),
 }
 
 
@@ -305,7 +317,7 @@ async def test_a_page_that_navigates_while_it_is_read_is_read_again(
     # The page goes on to another document in the middle of the read (as a late redirect or a
     # reload does): Playwright's "Execution context was destroyed" comes from the real browser here,
     # and the scrape reads the document the page went on to instead of failing.
-    real_extract = scrape_service.extract_page
+    real_extract = reading.extract_page
     calls: list[str] = []
 
     async def extract_during_a_navigation(page: Any, **kwargs: Any) -> Any:
@@ -314,7 +326,7 @@ async def test_a_page_that_navigates_while_it_is_read_is_read_again(
             await page.evaluate("() => new Promise(() => { location.href = '/article'; })")
         return await real_extract(page, **kwargs)
 
-    monkeypatch.setattr(scrape_service, "extract_page", extract_during_a_navigation)
+    monkeypatch.setattr(reading, "extract_page", extract_during_a_navigation)
     out = await scrape(scraper, f"{pages}/timer", waitFor=100)
     assert calls == [f"{pages}/timer", f"{pages}/article"]
     assert out["url"] == f"{pages}/article" and out["title"] == "Fox news" and "# Foxes and dogs" in out["markdown"]
@@ -326,7 +338,7 @@ async def test_a_page_that_never_stops_navigating_fails_cleanly(
     async def always_navigating(page: Any, **_kwargs: Any) -> Any:
         await page.evaluate("() => new Promise(() => { location.href = '/article?n=' + Math.random(); })")
 
-    monkeypatch.setattr(scrape_service, "extract_page", always_navigating)
+    monkeypatch.setattr(reading, "extract_page", always_navigating)
     with pytest.raises(BoxwrightError) as caught:
         await scrape(scraper, f"{pages}/article", waitFor=100)
     assert caught.value.code == "EXECUTION_ERROR" and "kept going on to other documents" in caught.value.message

@@ -12,6 +12,7 @@ from mcp.types import ToolAnnotations
 from host.mcp.forward import forward_tool
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.mcp.results import image
+from host.mcp.tools.scrape import read_summary
 from host.sandboxes.manager import SandboxManager
 from rpc import methods
 from rpc.errors import BoxwrightError, ErrorCode
@@ -142,6 +143,17 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
             methods.BROWSER_PAGE_CONTENT,
             "The page's main text as sections split at headings, capped at maxLength.",
             lambda p, r: f"{_page(r)}, {len(r.sections)} sections" + (" (truncated)" if r.truncated else ""),
+            READ,
+        ),
+        fwd(
+            methods.BROWSER_SCRAPE,
+            "Read the page this tab shows now as scrape reads a page — after your clicks, typing, 'load more' "
+            "or login, without loading it again: markdown (default: the main content; onlyMainContent=false for "
+            "the whole page), html or links (absolute, deduplicated, in page order), plus the page's metadata. "
+            "Takes scrape's reading options: includeTags/excludeTags (CSS selectors), includeIframes, maxChars "
+            "and offset (nextOffset reads on). No wait: call browser_wait_for_stable first if the page is still "
+            "loading. The page is not changed.",
+            lambda p, r: f"{_page(r)}: {read_summary(r.format, r)}",
             READ,
         ),
         fwd(

@@ -37,6 +37,8 @@ from rpc.models.scrape import (
     MAX_CONTENT_BYTES,
     MAX_FULL_PAGE_HEIGHT,
     MAX_LINKS,
+    SCREENSHOT_FORMATS,
+    PageText,
     ScrapeOutput,
     ScrapePageParams,
     ScrapePageResult,
@@ -47,24 +49,31 @@ from rpc.models.scrape import (
 RELEASE_S = 15.0
 
 
-def _summary(r: ScrapePageResult) -> str:
-    status = f" [{r.status}]" if r.status else ""
-    if r.format in ("markdown", "html"):
-        text = r.markdown if r.format == "markdown" else r.html
+def read_summary(fmt: str, r: PageText) -> str:
+    """What a text format holds, in a few words (shared with browser_scrape)."""
+    if fmt in ("markdown", "html"):
+        text = r.markdown if fmt == "markdown" else r.html
         shown = len(text or "")
         part = f" of {r.totalChars}" if r.totalChars is not None and shown != r.totalChars else ""
-        what = f"{r.format}, {shown} chars{part}" + (
+        what = f"{fmt}, {shown} chars{part}" + (
             ", main content" if r.mainContent else ", whole page (fallback)" if r.fallback else ", whole page"
         )
-    elif r.format == "links":
-        what = f"{len(r.links or [])} links"
     else:
-        what = f"{r.width}x{r.height} PNG"
+        what = f"{len(r.links or [])} links"
     frames = f", {r.iframes} frame{'s' if r.iframes != 1 else ''} read in" if r.iframes is not None else ""
     cut = " (truncated)" if r.truncated else ""
     if r.nextOffset is not None:
         cut = f" (truncated; offset={r.nextOffset} reads on)"
-    return f"scrape ok: {r.url}{status} ({r.title}): {what}{frames}{cut}"
+    return f"{what}{frames}{cut}"
+
+
+def _summary(r: ScrapePageResult) -> str:
+    status = f" [{r.status}]" if r.status else ""
+    if r.format in SCREENSHOT_FORMATS:
+        what = f"{r.width}x{r.height} PNG" + (" (truncated)" if r.truncated else "")
+    else:
+        what = read_summary(r.format, r)
+    return f"scrape ok: {r.url}{status} ({r.title}): {what}"
 
 
 def _present(r: ScrapePageResult, sandbox_id: str | None) -> ToolOutput:

@@ -78,6 +78,13 @@ kit that comes with the desk.</p></div>
 </div></main>
 <footer><p>Copyright 2026 Workshop. <a href="/privacy">Privacy</a> <a href="/terms">Terms</a></p>
 </footer></body></html>"""
+# A listing whose second half a "Load more" click adds (browser_scrape reads the tab after the click).
+MORE = f"""<!doctype html><html lang="en"><head><title>Fox listing</title></head><body>
+<nav><a href="/">Home</a> <a href="/about">About</a></nav>
+<main><h1>Foxes, part one</h1>{START}<div id="later"></div>
+<button id="more" onclick="document.getElementById('later').innerHTML = '<h2>Foxes, part two</h2>' +
+'<p>Later words about the red fox, its den and its cubs, loaded on request.</p><a href=/fox/2>Second fox</a>'">
+Load more</button></main><footer>Footer words</footer></body></html>"""
 GONE = "<!doctype html><title>Gone</title><h1>404 Not Found</h1><p>No such page here.</p>"
 BIG = "<!doctype html><title>Big</title><p>" + "x" * (9 * 1024 * 1024) + "</p>"
 MOVES = """<!doctype html><html><head><title>Moving</title></head><body><main><h1>Moving on</h1>{start}</main>
@@ -184,7 +191,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/report.pdf":
             return self.send(REPORT_PDF, ctype="application/pdf")
         pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,
-                 "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE, "/desk": DESK, "/lazy": LAZY,
+                 "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE, "/desk": DESK, "/lazy": LAZY, "/more": MORE,
                  "/stuck": STUCK, "/framed": FRAMED.replace("PORT", str(self.server.server_address[1]))}  # fmt: skip
         if path in pages:
             return self.send(pages[path])
