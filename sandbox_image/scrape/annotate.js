@@ -12,8 +12,9 @@
 // (frames.py); the clone marks each data-bw-frame="i" and `frames` returns their boxes. options.offset:
 // where this document's viewport sits on the top page (a frame's), added to every box.
 // options.include / options.exclude: the caller's CSS selectors (scrape's includeTags / excludeTags),
-// matched here by the browser's own engine; the clone marks what they match data-bw-include /
-// data-bw-exclude. A selector the browser cannot parse answers { badSelector, field } and nothing else.
+// matched here by the browser's own engine, in the document and in each open shadow root; the clone marks
+// what they match data-bw-include / data-bw-exclude. A selector the browser cannot parse answers
+// { badSelector, field } and nothing else.
 (options) => {
   const maxBoxes = (options && options.maxBoxes) || 20000;
   const frameElements = (options && options.frames) || [];
@@ -23,10 +24,17 @@
   const root = doc.documentElement;
   if (!root) return { html: "", stats: {}, frames: [] };
   const selected = { include: new Set(), exclude: new Set() };
+  const wanted = options && ((options.include || []).length || (options.exclude || []).length);
+  // Selectors match in the document and in every open shadow root, each on its own (as querySelectorAll
+  // on that root: a combinator does not cross into a shadow tree), so a web component's content counts.
+  const scopes = [doc];
+  for (let i = 0; wanted && i < scopes.length; i++) {
+    for (const el of scopes[i].querySelectorAll("*")) if (el.shadowRoot) scopes.push(el.shadowRoot);
+  }
   for (const [field, kind] of [["includeTags", "include"], ["excludeTags", "exclude"]]) {
     for (const selector of (options && options[kind]) || []) {
       try {
-        for (const el of doc.querySelectorAll(selector)) selected[kind].add(el);
+        for (const scope of scopes) for (const el of scope.querySelectorAll(selector)) selected[kind].add(el);
       } catch (error) {
         return { badSelector: selector, field, reason: String(error && error.message || error) };
       }

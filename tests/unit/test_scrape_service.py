@@ -88,6 +88,15 @@ MORE = f"""<!doctype html><html lang="en"><head><title>Fox listing</title></head
 <button id="more" onclick="document.getElementById('later').innerHTML =
 '<h2>Foxes, part two</h2><p>Later words about the red fox, its den and its cubs, loaded on request. {PARA}</p>' +
 '<a href=/fox/2>Second fox</a>'">Load more</button></main><footer>Footer words</footer></body></html>"""
+# A product card whose price and reviews live in a web component's open shadow root (nested one deeper).
+SHADOW = f"""<!doctype html><html lang="en"><head><title>Shadow shop</title></head><body><main>
+<h1>Walnut desk</h1><p>{PARA}</p><product-card></product-card></main>
+<script>
+const card = document.querySelector("product-card").attachShadow({{mode: "open"}});
+card.innerHTML = '<p class="price">Price 420 euros</p><review-list></review-list>';
+const reviews = card.querySelector("review-list").attachShadow({{mode: "open"}});
+reviews.innerHTML = '<p class="review">A fine desk, five stars</p><a class="review" href="/r/1">All reviews</a>';
+</script></body></html>"""
 PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
 
@@ -142,6 +151,7 @@ ROUTES: dict[str, Any] = {
     "/secret": lambda _r: html("<p>Secret frame words</p>"),
     "/frameset": lambda _r: html(FRAMESET),
     "/device": lambda _r: html(DEVICE),
+    "/shadow": lambda _r: html(SHADOW),
     "/more": lambda _r: html(MORE),  # browser.scrape (test_browser_scrape): content a click adds
     "/pic.png": lambda _r: web.Response(body=base64.b64decode(PNG_1X1), content_type="image/png"),
 }
@@ -248,6 +258,16 @@ async def test_the_callers_selectors_choose_the_content(scraper: BrowserDriver, 
         assert err.code.value == "INVALID_PARAMETER" and err.details["errors"][0]["field"] == field, err
         assert selector in err.message and err.hint
     assert scraper.service.engine.open_counts() == before
+
+
+async def test_the_callers_selectors_reach_into_open_shadow_roots(scraper: BrowserDriver, pages: str) -> None:
+    # Each selector matches in the document and in every open shadow root, as querySelectorAll on that root.
+    chosen = (await scrape(scraper, f"{pages}/shadow", includeTags=[".price", ".review"]))["markdown"]
+    assert chosen.split("\n\n") == ["Price 420 euros", "A fine desk, five stars", f"[All reviews]({pages}/r/1)\n"]
+    left = (await scrape(scraper, f"{pages}/shadow", excludeTags=[".review"], onlyMainContent=False))["markdown"]
+    assert "Price 420 euros" in left and "five stars" not in left and "All reviews" not in left
+    links = await scrape(scraper, f"{pages}/shadow", format="links", includeTags=["a.review"])
+    assert links["links"] == [f"{pages}/r/1"]
 
 
 async def test_long_text_is_read_in_parts(scraper: BrowserDriver, pages: str) -> None:
