@@ -69,6 +69,11 @@ class ExtractOptions(Params):
     content: bool = Field(True, description="Main text, as sections split at headings")
     maxElements: int = Field(50, ge=0, le=1000)
     maxContentLength: int = Field(4000, ge=100, le=200_000)
+    markdown: bool = Field(
+        False,
+        description="The main content as markdown too, read by the scrape engine (as browser_scrape reads a tab: "
+        "headings, lists, tables, code, absolute links), at most maxContentLength characters",
+    )
 
 
 class BatchExtractInputs(Params):
@@ -93,6 +98,9 @@ class BatchExtractItem(PageOutcome):
     content: list[ContentSection] | None = None
     contentLength: int | None = Field(None, description="Characters of main text before maxContentLength")
     contentTruncated: bool | None = None
+    markdown: str | None = Field(None, description="With extract.markdown: the main content as markdown")
+    markdownLength: int | None = Field(None, description="Characters of that markdown before maxContentLength")
+    markdownTruncated: bool | None = None
 
 
 class BatchExtractOutput(TemplateOutput):

@@ -4,12 +4,13 @@ No RPC or MCP in between: each method runs a sandbox_image/browser operation thr
 service's `perform` (tab lock, live page, Playwright errors translated), on an explicit tab of the
 run's session — never the active tab — with budgets inside the run's deadline. A failure comes out as
 ActionError naming the operation (create_tab, navigate, wait_for_stable, get_page_info,
-get_page_content, close_tab, fill, submit, verify), which becomes the step's failedStep.
+get_page_content, get_markdown, close_tab, fill, submit, verify), which becomes the step's failedStep.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Awaitable
 from fnmatch import fnmatchcase
 from typing import TypeVar
@@ -34,6 +35,7 @@ from rpc.models.browser import (
     TypeParams,
     WaitForStableParams,
 )
+from rpc.models.scrape import BrowserScrapeParams, BrowserScrapeResult
 from rpc.models.templates import LoginField, LoginSubmit, LoginSuccess
 from sandbox_image.browser import content, interaction, navigation, page_info, stability
 from sandbox_image.browser.interaction import finish
@@ -52,6 +54,14 @@ STABLE_TIMEOUT_MS = 10_000  # seed 001 §5.2; a page that never settles is read 
 STABLE_QUIET_MS = 300
 ACTION_TIMEOUT_MS = 10_000
 VERIFY_POLL_S = 0.2
+
+
+async def _scrape_tab(tab: Tab, params: BrowserScrapeParams, budget: Budget) -> BrowserScrapeResult:
+    """browser.scrape's operation, its engine imported on first use (in a worker thread: lxml, the extractors
+    and the markdown converter load only in a sandbox that reads markdown; sandbox_image.scrape)."""
+    module = await asyncio.to_thread(importlib.import_module, "sandbox_image.scrape.current_tab")
+    result: BrowserScrapeResult = await module.scrape_tab(tab, params, budget)
+    return result
 
 
 class LabelParams(TabParams):
@@ -155,6 +165,11 @@ class RunBrowser:
     async def page_content(self, tab: Tab, max_length: int) -> PageContentResult:
         params = PageContentParams(maxLength=max_length)
         return await self._perform("get_page_content", tab, content.page_content, params)
+
+    async def markdown(self, tab: Tab, max_chars: int) -> BrowserScrapeResult:
+        """The tab's main content as markdown, by the scrape engine (browser_scrape's operation)."""
+        params = BrowserScrapeParams(format="markdown", maxChars=max_chars)
+        return await self._perform("get_markdown", tab, _scrape_tab, params)
 
     # -- forms -------------------------------------------------------------------------------
     async def fill(self, tab: Tab, field: LoginField, timeout_ms: int = ACTION_TIMEOUT_MS) -> ActionResult:

@@ -20,7 +20,7 @@ from rpc.errors import invalid_parameter
 from rpc.models.tasks import MAX_ARTIFACT_INLINE_BYTES, ArtifactChunk, ArtifactRef, RunResult
 
 # Item fields dropped first when a result is too large to inline.
-HEAVY_ITEM_FIELDS = ("content", "elements", "intents", "summary")
+HEAVY_ITEM_FIELDS = ("content", "markdown", "elements", "intents", "summary")
 
 
 def new_artifact_id() -> str:

@@ -177,7 +177,8 @@ async def sync_run_with_progress(s: Session, pages: Pages) -> dict[str, Any]:
         steps.append((done, total))
 
     urls = [f"{BASE}/p/{i}" for i in range(3)]
-    args = {"templateId": "batch_extract_pages", "sandboxId": pages.sid, "inputs": {"urls": urls}}
+    inputs = {"urls": urls, "extract": {"markdown": True}}  # the scrape engine's markdown beside the sections
+    args = {"templateId": "batch_extract_pages", "sandboxId": pages.sid, "inputs": inputs}
     answer = await s.client.call_tool(
         "run_task_template", {**args, "options": {"mode": "sync"}}, progress_callback=on_progress
     )
@@ -186,6 +187,7 @@ async def sync_run_with_progress(s: Session, pages: Pages) -> dict[str, Any]:
     assert run is not None and run["status"] == "succeeded" and run["sandboxId"] == pages.sid
     assert run["result"]["summary"] == {"total": 3, "succeeded": 3, "failed": 0, "skipped": 0}
     assert [i["title"] for i in run["result"]["items"]] == ["Page 0", "Page 1", "Page 2"]
+    assert [i["markdown"] for i in run["result"]["items"]] == [f"# Page {i}\n\nBody of page {i}.\n" for i in range(3)]
     assert steps and steps[-1] == (3, 3), steps  # MCP progress notifications, up to done == total
     assert run == await s.ok("get_task_run", {"runId": run["runId"]})  # sync = get_task_run's terminal shape
     result = json.loads((await download(s, run["result"]["artifactId"]))[0])

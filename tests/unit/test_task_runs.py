@@ -125,6 +125,25 @@ async def test_partial_success_keeps_input_order(agent: BrowserDriver, site: Tas
     assert status["result"]["artifactId"] == kinds["result.json"]["artifactId"] and not status["result"]["truncated"]
 
 
+async def test_batch_markdown_by_the_scrape_engine(agent: BrowserDriver, site: TaskSite) -> None:
+    urls = [site.url("/shop/a"), site.url("/missing/1"), site.url("/shop/b")]
+    extract = {"markdown": True, "pageInfo": False, "content": False}
+    status = await finish(agent, await start(agent, "batch_extract_pages", {"urls": urls, "extract": extract}))
+    assert status["status"] == "partial_success"
+    await conforms(agent, status)
+    acme, missing, bolt = status["result"]["items"]
+    assert acme["markdown"].startswith("# Acme Widget\n\n## Price\n\nOnly $19.99 today")
+    assert "## Reviews" in acme["markdown"] and acme["markdownLength"] == len(acme["markdown"])
+    assert not acme["markdownTruncated"] and "content" not in acme and "pageType" not in acme
+    assert bolt["markdown"].startswith("# Bolt Widget") and bolt["title"] == "Bolt Store"
+    assert not missing["success"] and missing.get("markdown") is None
+    capped = {**extract, "maxContentLength": 100}
+    status = await finish(agent, await start(agent, "batch_extract_pages", {"urls": urls[:1], "extract": capped}))
+    [cut] = status["result"]["items"]
+    assert cut["markdownTruncated"] and len(cut["markdown"]) <= 100 and cut["markdownLength"] == acme["markdownLength"]
+    assert acme["markdown"].startswith(cut["markdown"])
+
+
 async def test_too_many_failures_fail_the_run(agent: BrowserDriver, site: TaskSite) -> None:
     urls = [site.url(f"/missing/{i}") if i % 12 < 7 else site.url(f"/p/{i}") for i in range(12)]
     status = await finish(agent, await start(agent, "batch_extract_pages", {"urls": urls, "concurrency": 5}))

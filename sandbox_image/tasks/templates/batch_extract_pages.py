@@ -1,6 +1,7 @@
 """batch_extract_pages (seed 001 §5): every URL in a tab of its own, a sliding window of them at a time.
 
-Per URL: create tab → navigate → wait for stable → page info → page content → close tab, one step;
+Per URL: create tab → navigate → wait for stable → page info → page content (→ markdown, when asked:
+the scrape engine on the tab, as browser_scrape) → close tab, one step;
 NAVIGATION_TIMEOUT or PAGE_CRASHED gets one immediate retry in a fresh tab. Items keep input order.
 """
 
@@ -56,6 +57,12 @@ async def extract_page(browser: RunBrowser, inputs: BatchExtractInputs, url: str
             item.content = text.sections
             item.contentLength = text.totalLength
             item.contentTruncated = text.truncated
+        if inputs.extract.markdown:
+            read = await browser.markdown(tab, inputs.extract.maxContentLength)
+            item.title = item.title or read.title
+            item.markdown = read.markdown or ""
+            item.markdownLength = read.totalChars if read.totalChars is not None else len(item.markdown)
+            item.markdownTruncated = read.truncated
     finally:
         await browser.close_tab(tab)
     item.elapsedMs = int((time.monotonic() - started) * 1000)
