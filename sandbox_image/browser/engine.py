@@ -78,12 +78,12 @@ class Engine:
             raise
 
     async def new_context(
-        self, storage_state: dict[str, Any] | None, *, mobile: bool = False
+        self, storage_state: dict[str, Any] | None, *, mobile: bool = False, locale: str | None = None
     ) -> tuple[BrowserContext, Page | None]:
         """A new context for a session, launching the browser if need be; with its first page already
-        open when it is the spare (a plain session takes it; one with a login profile or a phone's
-        viewport closes it). `mobile`: as Playwright's MOBILE_DEVICE (scrape's `mobile`)."""
-        if storage_state is None and not mobile:
+        open when it is the spare (a plain session takes it; one with a login profile, a phone's viewport or
+        a language of its own closes it). `mobile`: as Playwright's MOBILE_DEVICE (scrape's `mobile`)."""
+        if storage_state is None and not mobile and locale is None:
             taken = await self.spare.take()
             if taken is not None:
                 return taken
@@ -91,7 +91,7 @@ class Engine:
             self.spare.discard()
         browser = await self.browser()
         device = self._playwright.devices[MOBILE_DEVICE] if mobile and self._playwright is not None else None
-        return await browser.new_context(**context_options(storage_state, device)), None
+        return await browser.new_context(**context_options(storage_state, device, locale)), None
 
     async def _launch(self) -> Browser:
         started = time.monotonic()

@@ -81,10 +81,20 @@ LAUNCH_TIMEOUT_MS = 60_000
 MOBILE_DEVICE = "Pixel 7"
 
 
-def context_options(storage_state: dict[str, Any] | None, device: Mapping[str, Any] | None = None) -> dict[str, Any]:
+# The language every context asks for and reports unless told otherwise (scrape's `locale`). Set rather than
+# left to the browser: the headless shell reports en-US to scripts but sends no Accept-Language at all, which
+# no desktop browser does.
+DEFAULT_LOCALE = "en-US"
+
+
+def context_options(
+    storage_state: dict[str, Any] | None, device: Mapping[str, Any] | None = None, locale: str | None = None
+) -> dict[str, Any]:
     """Every session's context options; only a login profile's storageState (never logged) differs, and for
-    scrape's `mobile` a device descriptor (Playwright's `devices[MOBILE_DEVICE]`)."""
+    scrape's `mobile` a device descriptor (Playwright's `devices[MOBILE_DEVICE]`), and for its `locale` the
+    language (Accept-Language, navigator.language, Intl; DEFAULT_LOCALE otherwise)."""
     options = {"accept_downloads": False, "viewport": VIEWPORT, "storage_state": storage_state}
     if device is not None:
         options.update({k: v for k, v in device.items() if k != "default_browser_type"}, device_scale_factor=1)
+    options["locale"] = locale or DEFAULT_LOCALE
     return options

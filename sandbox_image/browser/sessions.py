@@ -43,10 +43,12 @@ class Session:
         storage_state: dict[str, Any] | None = None,
         profile_id: str | None = None,
         mobile: bool = False,
+        locale: str | None = None,
     ) -> None:
         self.id = session_id
         self.engine = engine
         self.mobile = mobile  # a phone's viewport and user agent (scrape's `mobile`)
+        self.locale = locale  # the language the browser asks for and reports (scrape's `locale`)
         # A login profile's storageState, loaded into the context when it is made (never logged).
         self.storage_state = storage_state
         self.profile_id = profile_id
@@ -65,7 +67,9 @@ class Session:
 
     # -- context and pages -------------------------------------------------------------------
     async def _new_context(self) -> BrowserContext:
-        context, self._first_page = await self.engine.new_context(self.storage_state, mobile=self.mobile)
+        context, self._first_page = await self.engine.new_context(
+            self.storage_state, mobile=self.mobile, locale=self.locale
+        )
         if self.closed:
             await quietly(context.close())
             raise BoxwrightError(ErrorCode.SESSION_NOT_FOUND, f"session {self.id!r} was closed")

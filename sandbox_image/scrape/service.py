@@ -82,7 +82,11 @@ class ScrapeService:
         # Not registered with the session manager: invisible to browser_sessions, outside its limit, and
         # gone with this call.
         session = Session(
-            f"scrape_{next(self._ids)}", self.browser.engine, storage_state=params.storageState, mobile=params.mobile
+            f"scrape_{next(self._ids)}",
+            self.browser.engine,
+            storage_state=params.storageState,
+            mobile=params.mobile,
+            locale=params.locale,
         )
         progress = _Progress()
         try:

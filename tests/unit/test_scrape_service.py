@@ -88,6 +88,10 @@ MORE = f"""<!doctype html><html lang="en"><head><title>Fox listing</title></head
 <button id="more" onclick="document.getElementById('later').innerHTML =
 '<h2>Foxes, part two</h2><p>Later words about the red fox, its den and its cubs, loaded on request. {PARA}</p>' +
 '<a href=/fox/2>Second fox</a>'">Load more</button></main><footer>Footer words</footer></body></html>"""
+# What the server was asked for and what the page's scripts are told, for scrape's `locale`.
+LANGUAGE = """<!doctype html><html><head><title>Language</title></head><body><main><h1>Language</h1>
+<p>asked {header}</p><p id="told"></p></main><script>document.getElementById("told").textContent =
+"told " + navigator.language + " | " + new Intl.NumberFormat().format(1234.5);</script></body></html>"""
 # A product card whose price and reviews live in a web component's open shadow root (nested one deeper).
 SHADOW = f"""<!doctype html><html lang="en"><head><title>Shadow shop</title></head><body><main>
 <h1>Walnut desk</h1><p>{PARA}</p><product-card></product-card></main>
@@ -152,6 +156,7 @@ ROUTES: dict[str, Any] = {
     "/frameset": lambda _r: html(FRAMESET),
     "/device": lambda _r: html(DEVICE),
     "/shadow": lambda _r: html(SHADOW),
+    "/language": lambda r: html(LANGUAGE.format(header=r.headers.get("Accept-Language", "none"))),
     "/more": lambda _r: html(MORE),  # browser.scrape (test_browser_scrape): content a click adds
     "/pic.png": lambda _r: web.Response(body=base64.b64decode(PNG_1X1), content_type="image/png"),
 }
@@ -306,6 +311,19 @@ async def test_mobile_reads_the_page_as_a_phone_shows_it(scraper: BrowserDriver,
     assert (shot["width"], shot["height"]) == (412, 839) == png_size(base64.b64decode(shot["screenshot"]))
     # The next plain call is a desktop again: nothing of the phone stays in the browser.
     assert "width 1280" in (await scrape(scraper, f"{pages}/device", onlyMainContent=False))["markdown"]
+
+
+async def test_locale_is_the_language_asked_for_and_reported(scraper: BrowserDriver, pages: str) -> None:
+    german = (await scrape(scraper, f"{pages}/language", onlyMainContent=False, locale="de-DE"))["markdown"]
+    assert "asked de-DE" in german and "told de-DE | 1.234,5" in german
+    french = (await scrape(scraper, f"{pages}/language", onlyMainContent=False, locale="fr", mobile=True))["markdown"]
+    assert "asked fr" in french and "told fr | 1" in french and "234,5" in french  # French groups with a space
+    # The next plain call is the browser's own language again.
+    plain = (await scrape(scraper, f"{pages}/language", onlyMainContent=False))["markdown"]
+    assert "asked en-US" in plain and "told en-US | 1,234.5" in plain
+    for bad in ("german", "de_DE", "de-DE-x", "d", ""):
+        err = await scraper.error("scrape.page", url=f"{pages}/language", locale=bad)
+        assert err.code.value == "INVALID_PARAMETER" and err.details["errors"][0]["field"] == "locale", bad
 
 
 async def test_fixed_wait_skips_the_smart_wait(scraper: BrowserDriver, pages: str) -> None:

@@ -99,6 +99,7 @@ DESCRIPTION = (
     "includeTags/excludeTags (CSS selectors, as document.querySelectorAll takes them) choose the content "
     "yourself or leave parts out. "
     "mobile=true reads it as a phone shows it (412×839, mobile user agent, touch). "
+    "locale (e.g. 'de-DE') asks the site for that language. "
     "includeIframes=true also reads the page's visible frames in place (an embedded document; a frameset "
     "page's frames are always read)."
 )

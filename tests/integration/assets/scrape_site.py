@@ -188,6 +188,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(NOISE, ctype="image/png")
         if path == "/seen":
             return self.send(" ".join(sorted(ASKED)) or "none", ctype="text/plain")
+        if path == "/language":  # scrape's locale: what the browser asked for
+            return self.send(
+                f"<title>Language</title><main><h1>Language</h1><p>asked {self.headers['Accept-Language']}</p></main>"
+            )
         if path == "/report.pdf":
             return self.send(REPORT_PDF, ctype="application/pdf")
         pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,
