@@ -19,8 +19,6 @@ from sandbox_image.browser.urls import redact
 from sandbox_image.scrape import loading, reading
 
 _CONTENT_TYPE = "() => document.contentType || ''"
-# A tab that goes on to another document while it is read is read again, this often.
-NAVIGATION_REREADS = 2
 
 
 async def scrape_tab(tab: Tab, params: BrowserScrapeParams, budget: Budget) -> BrowserScrapeResult:
@@ -32,7 +30,7 @@ async def scrape_tab(tab: Tab, params: BrowserScrapeParams, budget: Budget) -> B
                 try:
                     return await _read(tab, params, budget)
                 except PlaywrightError as exc:
-                    if not reading.navigated(exc) or rereads == NAVIGATION_REREADS:
+                    if not reading.navigated(exc) or rereads == reading.NAVIGATION_REREADS:
                         raise
                 rereads += 1
                 # The tab went on to another document (a redirect, a failed navigation's error page still

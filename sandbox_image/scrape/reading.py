@@ -27,6 +27,8 @@ from sandbox_image.scrape.metadata import PageMetadata, extract_metadata
 FRAMES_MAX_S = 6.0
 _DOCUMENT_SIZE = "() => document.documentElement ? document.documentElement.outerHTML.length : 0"
 _TEXT = "() => document.body ? document.body.innerText : ''"
+# A page that goes on to another document while it is read (a late redirect, a reload) is read again, this often.
+NAVIGATION_REREADS = 2
 # What Playwright says when the document it was reading went away under it.
 _NAVIGATED = ("Execution context was destroyed", "page is navigating")
 # A frameset page has nothing to read but its frames: they are read whether or not includeIframes asked.

@@ -53,8 +53,6 @@ LAZY_SETTLE_MAX_S = 3.0
 # Kept back from loading and waiting for reading the page: this long, or this share of a small budget.
 READ_RESERVE_S = 8.0
 READ_RESERVE_SHARE = 0.3
-# A page that navigates itself after it settled (a late redirect, a reload) is read again, this often.
-NAVIGATION_REREADS = 2
 
 
 def _read_reserve(params: ScrapePageParams) -> float:
@@ -165,7 +163,7 @@ class ScrapeService:
             except PlaywrightError as exc:
                 if not reading.navigated(exc):
                     raise
-                if rereads == NAVIGATION_REREADS:
+                if rereads == reading.NAVIGATION_REREADS:
                     raise BoxwrightError(
                         ErrorCode.EXECUTION_ERROR,
                         f"{redact(tab.url)} kept going on to other documents while it was read ({rereads + 1} times)",
