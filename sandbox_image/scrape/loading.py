@@ -18,6 +18,7 @@ from rpc.models.scrape import MAX_PAGE_BYTES, MAX_PDF_BYTES, SCREENSHOT_FORMATS
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, clean_message
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.urls import redact
+from sandbox_image.scrape import feed
 from sandbox_image.scrape.pdf import PDF_TYPE
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ UNREACHABLE_ERRORS = frozenset(
 )
 ERROR_PAGE = "chrome-error:"  # the URL of the page Chromium shows for a navigation that failed
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+FEED_OR_XML = feed.FEED_TYPES | feed.XML_TYPES  # read as a feed when it is one (feed.is_feed)
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ class Loaded:
     content_type: str  # the media type the browser shows the document as, e.g. "text/html"
     response_html: str | None  # the server's HTML, for extraction's fallback to it (HTML pages only)
     pdf: bytes | None = None  # the document, when it is a PDF read as text
-    url: str | None = None  # where the PDF came from, after redirects (a page's is the tab's url)
+    feed: bytes | None = None  # the document, when it is an RSS or Atom feed read as text (the server's bytes)
+    url: str | None = None  # where the PDF or feed came from, after redirects (a page's is the tab's url)
 
     @property
     def is_html(self) -> bool:
@@ -227,17 +230,26 @@ async def _pdf(tab: Tab, url: str, timeout_ms: float) -> Loaded:
     return Loaded(response.status, PDF_TYPE, response_html=None, pdf=body, url=response.url)
 
 
-async def _server_html(response: Response, url: str) -> str | None:
-    """The HTML the server sent, refused when larger than MAX_PAGE_BYTES; None when unavailable."""
+async def _body(response: Response, url: str, what: str) -> bytes | None:
+    """What the server sent, refused when larger than MAX_PAGE_BYTES; None when unavailable."""
     length = response.headers.get("content-length", "")
     if length.isdigit() and int(length) > MAX_PAGE_BYTES:
-        raise too_large(url, int(length), "HTML")
+        raise too_large(url, int(length), what)
     try:
         body = await response.body()
-    except PlaywrightError:  # no body kept (e.g. evicted): extraction works from the rendered page alone
+    except PlaywrightError:  # no body kept (e.g. evicted)
         return None
     if len(body) > MAX_PAGE_BYTES:
-        raise too_large(url, len(body), "HTML")
+        raise too_large(url, len(body), what)
+    return body
+
+
+async def _server_html(response: Response, url: str) -> str | None:
+    """The HTML the server sent, refused when larger than MAX_PAGE_BYTES; None when unavailable (extraction
+    then works from the rendered page alone)."""
+    body = await _body(response, url, "HTML")
+    if body is None:
+        return None
     charset = re.search(r"charset=([\w.:-]+)", response.headers.get("content-type", ""), re.IGNORECASE)
     try:
         return body.decode(charset.group(1) if charset else "utf-8", errors="replace")
@@ -273,8 +285,14 @@ async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, frame: MainFrame
         content_type = media_type(response.headers.get("content-type")) if response is not None else ""
     if content_type == PDF_TYPE and fmt not in SCREENSHOT_FORMATS:  # a browser that shows PDFs inline
         return await _pdf(tab, page.url, left_ms())
-    loaded = Loaded(status=response.status if response is not None else None, content_type=content_type,
-                    response_html=None)  # fmt: skip
+    status = response.status if response is not None else None
+    if response is not None and fmt not in SCREENSHOT_FORMATS:
+        declared = media_type(response.headers.get("content-type"))
+        if declared in FEED_OR_XML or content_type in FEED_OR_XML:
+            body = await _body(response, url, "feed")
+            if body is not None and feed.is_feed(declared, content_type, body):
+                return Loaded(status, declared or content_type, None, feed=body, url=response.url)
+    loaded = Loaded(status=status, content_type=content_type, response_html=None)
     if want_html and loaded.is_html and response is not None:
         loaded = Loaded(loaded.status, loaded.content_type, await _server_html(response, url))
     return loaded

@@ -8,10 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_FULL_PAGE_HEIGHT, MAX_LINKS, MAX_LINKS_BYTES, MAX_SCREENSHOT_BYTES
+from rpc.models.scrape import (
+    MAX_CONTENT_BYTES,
+    MAX_FULL_PAGE_HEIGHT,
+    MAX_LINKS,
+    MAX_LINKS_BYTES,
+    MAX_SCREENSHOT_BYTES,
+    ScrapeMetadata,
+)
 from sandbox_image.browser.screenshot import png_size
 from sandbox_image.browser.tab import Tab
 
@@ -110,6 +118,33 @@ class Shot:
     width: int
     height: int
     truncated: bool
+
+
+@dataclass(frozen=True)
+class FileText:
+    """A file that is not a web page (a PDF, a feed) as scrape answers it: nothing rendered, no main content
+    chosen; each text format made when asked (from what the file's reader read)."""
+
+    url: str
+    title: str
+    content_type: str
+    metadata: ScrapeMetadata
+    markdown: Callable[[], str]
+    html: Callable[[], str]
+    links: Callable[[], list[str]]
+    cut: bool = False  # parts of the file past what its reader reads (a PDF's pages, a feed's entries)
+
+    def fields(self, fmt: str, offset: int = 0, max_chars: int | None = None) -> dict[str, Any]:
+        """The result's fields for markdown, html or links (run in a worker thread: the formats parse)."""
+        fields: dict[str, Any]
+        if fmt in ("markdown", "html"):
+            text = self.markdown() if fmt == "markdown" else self.html()
+            fields = text_part(text, offset, max_chars).fields(fmt)
+        else:
+            links, truncated = cap_links(self.links())
+            fields = {"links": links, "truncated": truncated}
+        fields["truncated"] = bool(fields.get("truncated")) or self.cut
+        return fields
 
 
 async def scroll_through(tab: Tab, *, budget_s: float) -> int:

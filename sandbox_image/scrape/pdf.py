@@ -1,25 +1,24 @@
 """A PDF scraped as markdown, html or links: its text page by page, its link annotations, and the title,
 author, subject, date and language it states.
 
-The PDF is parsed by pdf_reader.py in a child process (memory and CPU limits, killed at the call's
-deadline or when the call is cancelled), never in the agent: it comes from an untrusted site. There is
+The PDF is parsed by pdf_reader.py in a child process (child.py: memory and CPU limits, killed at the
+call's deadline or when the call is cancelled), never in the agent: it comes from an untrusted site. There is
 no "main content" in a PDF: the whole text is returned (`mainContent` false), whatever onlyMainContent
 says.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import html
-import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.scrape import ScrapeMetadata
 from sandbox_image.browser.urls import redact
+from sandbox_image.scrape.child import ReaderFailed, run_reader
+from sandbox_image.scrape.output import FileText
 
 PDF_TYPE = "application/pdf"
 READER = Path(__file__).with_name("pdf_reader.py")
@@ -66,15 +65,8 @@ def unreadable(url: str, why: str) -> BoxwrightError:
 
 async def read_pdf(data: bytes, url: str, timeout_s: float) -> PdfDocument:
     """Parse `data` in a child process within `timeout_s`; killed when the time is up or the call ends."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(READER),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
     try:
-        out, err = await asyncio.wait_for(proc.communicate(data), max(0.1, timeout_s))
+        parsed = await run_reader(READER, data, timeout_s)
     except TimeoutError:
         raise BoxwrightError(
             ErrorCode.OPERATION_TIMEOUT,
@@ -82,18 +74,8 @@ async def read_pdf(data: bytes, url: str, timeout_s: float) -> PdfDocument:
             hint="a long or complex PDF: retry with a larger timeoutMs, or fetch the file with code_run",
             details={"url": redact(url)},
         ) from None
-    finally:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await asyncio.shield(proc.wait())
-    try:
-        parsed = json.loads(out)
-    except ValueError:
-        reason = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        raise unreadable(url, reason[0][:300]) from None
-    if "error" in parsed:
-        raise unreadable(url, str(parsed["error"]))
+    except ReaderFailed as exc:
+        raise unreadable(url, str(exc)) from None
     return PdfDocument(
         pages=[str(p) for p in parsed["pages"]],
         title=parsed["title"],
@@ -136,3 +118,19 @@ def links_of(doc: PdfDocument, url: str) -> list[str]:
         if urlsplit(absolute).scheme in ("http", "https"):
             seen.setdefault(absolute)
     return list(seen)
+
+
+def as_file(doc: PdfDocument, url: str) -> FileText:
+    """The PDF as scrape answers it; pages past what is read (pdf_reader.MAX_PAGES) count as cut."""
+    stated = {"author": doc.author, "description": doc.subject, "publishedDate": doc.created,
+              "language": doc.language}  # fmt: skip
+    return FileText(
+        url=url,
+        title=title_of(doc, url),
+        content_type=PDF_TYPE,
+        metadata=ScrapeMetadata.model_validate({k: v for k, v in stated.items() if v}),
+        markdown=lambda: to_markdown(doc, url),
+        html=lambda: to_html(doc, url),
+        links=lambda: links_of(doc, url),
+        cut=doc.page_count > len(doc.pages),
+    )

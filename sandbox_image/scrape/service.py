@@ -29,7 +29,7 @@ from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import WaitForStableParams
 from rpc.models.profiles import StorageState
-from rpc.models.scrape import SCREENSHOT_FORMATS, ScrapeMetadata, ScrapePageParams, ScrapePageResult
+from rpc.models.scrape import SCREENSHOT_FORMATS, ScrapePageParams, ScrapePageResult
 from sandbox_image.browser.background import quietly, spawn
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, execution_error
 from sandbox_image.browser.service import BrowserService
@@ -40,7 +40,7 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import redact
 from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.scrape import current_tab, loading, output, pdf, reading, tags
+from sandbox_image.scrape import current_tab, feed, loading, output, pdf, reading, tags
 
 log = logging.getLogger("boxwright.agent.scrape")
 
@@ -136,8 +136,8 @@ class ScrapeService:
     ) -> ScrapePageResult:
         """Wait as asked, then answer in the one format (the page has loaded)."""
         fmt, reserve = params.format, _read_reserve(params)
-        if loaded.pdf is not None:
-            return await self._read_pdf(params, budget, loaded, loaded.pdf)
+        if loaded.pdf is not None or loaded.feed is not None:
+            return await self._read_file(params, budget, loaded)
         if fmt not in SCREENSHOT_FORMATS and not (loaded.is_html or loaded.is_text):
             raise loading.unsupported(tab.url, loaded.content_type, fmt)
 
@@ -230,32 +230,26 @@ class ScrapeService:
             **result,
         )
 
-    async def _read_pdf(
-        self, params: ScrapePageParams, budget: Budget, loaded: loading.Loaded, data: bytes
-    ) -> ScrapePageResult:
-        """A PDF as text: nothing to wait for, nothing rendered; parsed in a child process (pdf.read_pdf)."""
+    async def _read_file(self, params: ScrapePageParams, budget: Budget, loaded: loading.Loaded) -> ScrapePageResult:
+        """A PDF or a feed as text: nothing to wait for, nothing rendered; parsed in a child process (child.py)."""
         url = loaded.url or params.url
-        doc = await pdf.read_pdf(data, url, budget.remaining())
-        result: dict[str, Any] = {}
-        if params.format in ("markdown", "html"):
-            text = pdf.to_markdown(doc, url) if params.format == "markdown" else pdf.to_html(doc, url)
-            result.update(output.text_part(text, params.offset, params.maxChars).fields(params.format))
+        if loaded.pdf is not None:
+            file = pdf.as_file(await pdf.read_pdf(loaded.pdf, url, budget.remaining()), url)
         else:
-            result["links"], result["truncated"] = output.cap_links(pdf.links_of(doc, url))
-        # Pages past what is read (pdf_reader.MAX_PAGES) are cut too.
-        result["truncated"] = result["truncated"] or doc.page_count > len(doc.pages)
-        stated = {"author": doc.author, "description": doc.subject, "publishedDate": doc.created,
-                  "language": doc.language}  # fmt: skip
+            assert loaded.feed is not None
+            parsed = await feed.read_feed(loaded.feed, url, loaded.content_type, budget.remaining())
+            file = feed.as_file(parsed, url, loaded.content_type)
+        fields = await asyncio.to_thread(file.fields, params.format, params.offset, params.maxChars)
         return ScrapePageResult(
-            url=url,
-            title=pdf.title_of(doc, url),
+            url=file.url,
+            title=file.title,
             status=loaded.status,
             format=params.format,
-            contentType=pdf.PDF_TYPE,
-            metadata=ScrapeMetadata.model_validate({k: v for k, v in stated.items() if v}),
+            contentType=file.content_type,
+            metadata=file.metadata,
             wait="settled",
             elapsedMs=budget.elapsed_ms(),
-            **result,
+            **fields,
         )
 
     async def _smart_wait(self, tab: Tab, bound_s: float) -> bool:

@@ -167,6 +167,11 @@ async def formats(p: Scraper) -> None:
     )
     assert "Foxes and dogs" not in (await p.ok("/framed", onlyMainContent=False))["markdown"]  # not unless asked
 
+    news = await p.ok("/feed.xml")  # a feed reads as its entries, their HTML sanitized
+    assert news["title"] == "Fox Weekly" and news["contentType"] == "text/xml", news
+    entry = f"## [Foxes and dogs]({BASE}/article)\n\nThe quick fox.\n"
+    assert news["markdown"] == f"# [Fox Weekly]({BASE}/)\n\nNews about foxes\n\n{entry}"
+
     shot, shot_png = await p.image("/article", "screenshot")
     full, full_png = await p.image("/article", "fullscreenshot")
     (w1, h1), (w2, h2) = png_size(shot_png), png_size(full_png)

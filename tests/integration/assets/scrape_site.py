@@ -85,6 +85,11 @@ MORE = f"""<!doctype html><html lang="en"><head><title>Fox listing</title></head
 <button id="more" onclick="document.getElementById('later').innerHTML = '<h2>Foxes, part two</h2>' +
 '<p>Later words about the red fox, its den and its cubs, loaded on request.</p><a href=/fox/2>Second fox</a>'">
 Load more</button></main><footer>Footer words</footer></body></html>"""
+# An RSS feed served as plain XML (the browser would show it as a tree): scrape reads its entries.
+FEED = """<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>Fox Weekly</title>
+<link>/</link><description>News about foxes</description><item><title>Foxes and dogs</title><link>/article</link>
+<description>&lt;p&gt;The quick fox.&lt;/p&gt;&lt;script&gt;steal()&lt;/script&gt;</description></item>
+</channel></rss>"""
 GONE = "<!doctype html><title>Gone</title><h1>404 Not Found</h1><p>No such page here.</p>"
 BIG = "<!doctype html><title>Big</title><p>" + "x" * (9 * 1024 * 1024) + "</p>"
 MOVES = """<!doctype html><html><head><title>Moving</title></head><body><main><h1>Moving on</h1>{start}</main>
@@ -192,6 +197,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(
                 f"<title>Language</title><main><h1>Language</h1><p>asked {self.headers['Accept-Language']}</p></main>"
             )
+        if path == "/feed.xml":
+            return self.send(FEED, ctype="text/xml")
         if path == "/report.pdf":
             return self.send(REPORT_PDF, ctype="application/pdf")
         pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,

@@ -1,0 +1,132 @@
+"""scrape of an RSS or Atom feed: read as text (feed.py, parsed by feedparser in a child process), through
+the agent's dispatcher against the host's Chromium, on feeds an aiohttp server of this module serves."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from sandbox_image.scrape import feed
+from tests.unit.browser_harness import BrowserDriver
+from tests.unit.test_scrape_service import scraper  # noqa: F401 (fixture)
+
+RSS = """<?xml version="1.0" encoding="utf-8"?>
+<rss version="2.0"><channel><title>Fox Weekly</title><link>/</link><description>News about foxes</description>
+<language>en-gb</language><lastBuildDate>Sun, 29 Nov 2026 12:00:00 GMT</lastBuildDate>
+<image><url>/logo.png</url><title>Fox Weekly</title><link>/</link></image>
+<item><title>Foxes and dogs</title><link>/posts/1</link><author>ann@example.org (Ann Writer)</author>
+<pubDate>Sun, 29 Nov 2026 10:00:00 GMT</pubDate>
+<description>&lt;p&gt;The &lt;b&gt;quick&lt;/b&gt; fox &lt;a href="/dogs"&gt;meets a dog&lt;/a&gt;.&lt;/p&gt;
+&lt;script&gt;steal()&lt;/script&gt;&lt;img src="x" onerror="steal()"&gt;</description>
+<enclosure url="/audio/1.mp3" length="1000" type="audio/mpeg"/></item>
+<item><title>A den in winter</title><link>/posts/2</link><pubDate>Sat, 28 Nov 2026 09:00:00 GMT</pubDate>
+<description>Dens are dug in autumn.</description></item>
+</channel></rss>"""
+ATOM = """<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>Den notes</title><subtitle>Notes from the den</subtitle>
+<link href="/den/"/><updated>2026-11-29T08:00:00Z</updated><author><name>Bo Keeper</name></author>
+<entry><title>First note</title><link href="/den/1"/><updated>2026-11-29T08:00:00Z</updated>
+<content type="html">&lt;h3&gt;Snow&lt;/h3&gt;&lt;ul&gt;&lt;li&gt;cold&lt;/li&gt;&lt;li&gt;white&lt;/li&gt;&lt;/ul&gt;
+</content></entry>
+</feed>"""
+NOT_A_FEED = """<?xml version="1.0"?><catalog><book id="1"><title>Foxes</title></book></catalog>"""
+BROKEN = "<rss version='2.0'><channel><title>Cut off"
+
+
+def _serve(body: str, ctype: str) -> Any:
+    async def handler(_request: web.Request) -> web.Response:
+        return web.Response(text=body, content_type=ctype)
+
+    return handler
+
+
+ROUTES = {
+    "/rss": _serve(RSS, "application/rss+xml"),
+    "/rss.xml": _serve(RSS, "text/xml"),
+    "/atom": _serve(ATOM, "application/atom+xml"),
+    "/catalog.xml": _serve(NOT_A_FEED, "application/xml"),
+    "/broken": _serve(BROKEN, "application/rss+xml"),
+}
+
+
+@pytest.fixture(scope="module")
+async def feeds() -> AsyncIterator[str]:
+    app = web.Application()
+    for path, handler in ROUTES.items():
+        app.router.add_get(path, handler)
+    runner = web.AppRunner(app, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    await runner.cleanup()
+
+
+async def scrape(driver: BrowserDriver, url: str, **params: Any) -> dict[str, Any]:
+    return await driver.call("scrape.page", url=url, **params)
+
+
+def test_what_counts_as_a_feed() -> None:
+    assert feed.is_feed("application/rss+xml", "text/plain", b"")
+    assert feed.is_feed("", "application/atom+xml", b"")
+    assert feed.is_feed("text/xml", "text/xml", b'<?xml version="1.0"?>\n<rss version="2.0">')
+    assert feed.is_feed("application/xml", "application/xml", b"<?xml version='1.0'?><feed xmlns='x'>")
+    assert feed.is_feed("text/xml", "", b"<rdf:RDF xmlns:rdf='x'>")
+    assert not feed.is_feed("text/xml", "text/xml", b"<?xml version='1.0'?><catalog><feeder/>")
+    assert not feed.is_feed("text/html", "text/html", b"<html><rss>")
+
+
+async def test_an_rss_feed_reads_as_its_entries(scraper: BrowserDriver, feeds: str) -> None:  # noqa: F811
+    for path in ("/rss", "/rss.xml"):  # as the feed type, and as plain XML the browser would show as a tree
+        md = await scrape(scraper, f"{feeds}{path}")
+        assert md["title"] == "Fox Weekly" and md["status"] == 200 and md["url"] == f"{feeds}{path}"
+        assert md["contentType"] in ("application/rss+xml", "text/xml") and not md["mainContent"]
+        text = md["markdown"]
+        assert text.startswith(f"# [Fox Weekly]({feeds}/)\n\nNews about foxes\n\n## [Foxes and dogs]({feeds}/posts/1)")
+        assert "2026-11-29T10:00:00Z · Ann Writer" in text and "The **quick** fox" in text
+        assert f"[meets a dog]({feeds}/dogs)" in text and f"{feeds}/audio/1.mp3" in text
+        assert "steal" not in text and "## [A den in winter]" in text and "Dens are dug in autumn." in text
+        assert md["metadata"]["language"] == "en-gb" and md["metadata"]["description"] == "News about foxes"
+        assert (
+            md["metadata"]["image"] == f"{feeds}/logo.png" and md["metadata"]["modifiedDate"] == "2026-11-29T12:00:00Z"
+        )
+
+    links = await scrape(scraper, f"{feeds}/rss", format="links")
+    assert links["links"] == [
+        f"{feeds}/",
+        f"{feeds}/posts/1",
+        f"{feeds}/dogs",
+        f"{feeds}/audio/1.mp3",
+        f"{feeds}/posts/2",
+    ]
+    page = await scrape(scraper, f"{feeds}/rss", format="html")
+    assert f'<h2><a href="{feeds}/posts/1">Foxes and dogs</a></h2>' in page["html"] and "<script" not in page["html"]
+    assert "onerror" not in page["html"]
+    whole = (await scrape(scraper, f"{feeds}/rss"))["markdown"]
+    first = await scrape(scraper, f"{feeds}/rss", maxChars=120)
+    rest = await scrape(scraper, f"{feeds}/rss", offset=first["nextOffset"])
+    assert first["truncated"] and first["markdown"] + rest["markdown"] == whole and first["totalChars"] == len(whole)
+
+
+async def test_an_atom_feed(scraper: BrowserDriver, feeds: str) -> None:  # noqa: F811
+    md = await scrape(scraper, f"{feeds}/atom")
+    assert md["title"] == "Den notes" and md["metadata"]["author"] == "Bo Keeper"
+    assert md["markdown"].startswith(
+        f"# [Den notes]({feeds}/den/)\n\nNotes from the den\n\n## [First note]({feeds}/den/1)"
+    )
+    assert "### Snow" in md["markdown"] and "- cold\n- white" in md["markdown"]
+
+
+async def test_what_is_not_a_feed_says_so(scraper: BrowserDriver, feeds: str) -> None:  # noqa: F811
+    catalog = await scraper.error("scrape.page", url=f"{feeds}/catalog.xml")
+    assert catalog.code.value == "UNSUPPORTED_CONTENT_TYPE" and catalog.details["contentType"] == "application/xml"
+    broken = await scraper.error("scrape.page", url=f"{feeds}/broken")
+    assert broken.code.value == "UNSUPPORTED_CONTENT_TYPE" and "could not be read as a feed" in broken.message
+    assert broken.hint and broken.details["contentType"] == "application/rss+xml"
+    # A picture of a feed is the browser's, as of any page.
+    shot = await scrape(scraper, f"{feeds}/rss", format="screenshot")
+    assert base64.b64decode(shot["screenshot"])[:8] == b"\x89PNG\r\n\x1a\n"
