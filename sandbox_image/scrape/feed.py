@@ -27,9 +27,8 @@ from sandbox_image.scrape.markdown import to_markdown
 from sandbox_image.scrape.output import FileText
 
 READER = Path(__file__).with_name("feed_reader.py")
-# Served as these, a document is read as a feed; as plain XML only when it opens like one (sniff).
+# Served as these, a document is read as a feed; as plain XML only when it opens like one (opens_as_feed).
 FEED_TYPES = frozenset({"application/rss+xml", "application/atom+xml", "application/rdf+xml", "application/feed+xml"})
-XML_TYPES = frozenset({"text/xml", "application/xml"})
 _OPENS_AS_FEED = re.compile(rb"<(?:[\w-]+:)?(?:rss|feed|rdf)[\s>/]")
 
 
@@ -58,11 +57,8 @@ class Feed:
     entry_count: int = 0  # entries in the feed; more than feed_reader.MAX_ENTRIES are left out
 
 
-def is_feed(declared: str, shown: str, head: bytes) -> bool:
-    """Served as a feed type (by the server, or as the browser took it), or as XML that opens like one."""
-    if declared in FEED_TYPES or shown in FEED_TYPES:
-        return True
-    return (declared in XML_TYPES or shown in XML_TYPES) and bool(_OPENS_AS_FEED.search(head[:4096].lower()))
+def opens_as_feed(head: bytes) -> bool:
+    return bool(_OPENS_AS_FEED.search(head[:4096].lower()))
 
 
 def unreadable(url: str, content_type: str, why: str) -> BoxwrightError:
@@ -149,8 +145,9 @@ def metadata_of(feed: Feed, url: str) -> ScrapeMetadata:
     return ScrapeMetadata.model_validate({key: value for key, value in stated.items() if value})
 
 
-def as_file(feed: Feed, url: str, content_type: str) -> FileText:
+async def read_file(data: bytes, url: str, content_type: str, timeout_s: float) -> FileText:
     """The feed as scrape answers it; entries past what is read (feed_reader.MAX_ENTRIES) count as cut."""
+    feed = await read_feed(data, url, content_type, timeout_s)
     document = to_html(feed, url)
     return FileText(
         url=url,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from rpc.errors import BoxwrightError, ErrorCode
@@ -18,7 +18,7 @@ from rpc.models.scrape import MAX_PAGE_BYTES, MAX_PDF_BYTES, SCREENSHOT_FORMATS
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, clean_message
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.urls import redact
-from sandbox_image.scrape import feed
+from sandbox_image.scrape import feed, sitemap
 from sandbox_image.scrape.pdf import PDF_TYPE
 
 if TYPE_CHECKING:
@@ -45,7 +45,9 @@ UNREACHABLE_ERRORS = frozenset(
 )
 ERROR_PAGE = "chrome-error:"  # the URL of the page Chromium shows for a navigation that failed
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-FEED_OR_XML = feed.FEED_TYPES | feed.XML_TYPES  # read as a feed when it is one (feed.is_feed)
+XML_TYPES = frozenset({"text/xml", "application/xml"})
+# Which reader (service.READERS) reads a file as text instead of the page the browser made of it.
+FileReader = Literal["pdf", "feed", "sitemap"]
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,9 @@ class Loaded:
     status: int | None
     content_type: str  # the media type the browser shows the document as, e.g. "text/html"
     response_html: str | None  # the server's HTML, for extraction's fallback to it (HTML pages only)
-    pdf: bytes | None = None  # the document, when it is a PDF read as text
-    feed: bytes | None = None  # the document, when it is an RSS or Atom feed read as text (the server's bytes)
-    url: str | None = None  # where the PDF or feed came from, after redirects (a page's is the tab's url)
+    file: bytes | None = None  # a document read as text by `reader` rather than rendered (the server's bytes)
+    reader: FileReader | None = None
+    url: str | None = None  # where that file came from, after redirects (a page's is the tab's url)
 
     @property
     def is_html(self) -> bool:
@@ -227,7 +229,19 @@ async def _pdf(tab: Tab, url: str, timeout_ms: float) -> Loaded:
         await response.dispose()
     if b"%PDF-" not in body[:1024]:  # where the format puts its header: a file named .pdf that is not one
         raise unsupported(url, media_type(response.headers.get("content-type")), "markdown")
-    return Loaded(response.status, PDF_TYPE, response_html=None, pdf=body, url=response.url)
+    return Loaded(response.status, PDF_TYPE, response_html=None, file=body, reader="pdf", url=response.url)
+
+
+def xml_reader(declared: str, shown: str, head: bytes) -> FileReader | None:
+    """A feed: served as a feed type (by the server, or as the browser took it), or as XML that opens like
+    one; a sitemap: XML that opens like one. None: neither."""
+    if declared in feed.FEED_TYPES or shown in feed.FEED_TYPES:
+        return "feed"
+    if declared not in XML_TYPES and shown not in XML_TYPES:
+        return None
+    if feed.opens_as_feed(head):
+        return "feed"
+    return "sitemap" if sitemap.opens_as_sitemap(head) else None
 
 
 async def _body(response: Response, url: str, what: str) -> bytes | None:
@@ -288,10 +302,11 @@ async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, frame: MainFrame
     status = response.status if response is not None else None
     if response is not None and fmt not in SCREENSHOT_FORMATS:
         declared = media_type(response.headers.get("content-type"))
-        if declared in FEED_OR_XML or content_type in FEED_OR_XML:
-            body = await _body(response, url, "feed")
-            if body is not None and feed.is_feed(declared, content_type, body):
-                return Loaded(status, declared or content_type, None, feed=body, url=response.url)
+        if {declared, content_type} & (XML_TYPES | feed.FEED_TYPES):
+            body = await _body(response, url, "XML document")
+            reader = xml_reader(declared, content_type, body or b"")
+            if body is not None and reader is not None:
+                return Loaded(status, declared or content_type, None, file=body, reader=reader, url=response.url)
     loaded = Loaded(status=status, content_type=content_type, response_html=None)
     if want_html and loaded.is_html and response is not None:
         loaded = Loaded(loaded.status, loaded.content_type, await _server_html(response, url))

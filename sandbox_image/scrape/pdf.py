@@ -120,8 +120,9 @@ def links_of(doc: PdfDocument, url: str) -> list[str]:
     return list(seen)
 
 
-def as_file(doc: PdfDocument, url: str) -> FileText:
+async def read_file(data: bytes, url: str, _content_type: str, timeout_s: float) -> FileText:
     """The PDF as scrape answers it; pages past what is read (pdf_reader.MAX_PAGES) count as cut."""
+    doc = await read_pdf(data, url, timeout_s)
     stated = {"author": doc.author, "description": doc.subject, "publishedDate": doc.created,
               "language": doc.language}  # fmt: skip
     return FileText(

@@ -20,7 +20,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,7 +40,7 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import redact
 from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.scrape import current_tab, feed, loading, output, pdf, reading, tags
+from sandbox_image.scrape import current_tab, feed, loading, output, pdf, reading, sitemap, tags
 
 log = logging.getLogger("boxwright.agent.scrape")
 
@@ -53,6 +53,14 @@ LAZY_SETTLE_MAX_S = 3.0
 # Kept back from loading and waiting for reading the page: this long, or this share of a small budget.
 READ_RESERVE_S = 8.0
 READ_RESERVE_SHARE = 0.3
+
+
+# The files read as text rather than rendered (loading.Loaded.reader), each by its module.
+READERS: dict[loading.FileReader, Callable[[bytes, str, str, float], Awaitable[output.FileText]]] = {
+    "pdf": pdf.read_file,
+    "feed": feed.read_file,
+    "sitemap": sitemap.read_file,
+}
 
 
 def _read_reserve(params: ScrapePageParams) -> float:
@@ -136,7 +144,7 @@ class ScrapeService:
     ) -> ScrapePageResult:
         """Wait as asked, then answer in the one format (the page has loaded)."""
         fmt, reserve = params.format, _read_reserve(params)
-        if loaded.pdf is not None or loaded.feed is not None:
+        if loaded.file is not None:
             return await self._read_file(params, budget, loaded)
         if fmt not in SCREENSHOT_FORMATS and not (loaded.is_html or loaded.is_text):
             raise loading.unsupported(tab.url, loaded.content_type, fmt)
@@ -231,14 +239,11 @@ class ScrapeService:
         )
 
     async def _read_file(self, params: ScrapePageParams, budget: Budget, loaded: loading.Loaded) -> ScrapePageResult:
-        """A PDF or a feed as text: nothing to wait for, nothing rendered; parsed in a child process (child.py)."""
+        """A PDF, a feed or a sitemap as text: nothing to wait for, nothing rendered; parsed in a child process
+        (child.py) by its reader."""
         url = loaded.url or params.url
-        if loaded.pdf is not None:
-            file = pdf.as_file(await pdf.read_pdf(loaded.pdf, url, budget.remaining()), url)
-        else:
-            assert loaded.feed is not None
-            parsed = await feed.read_feed(loaded.feed, url, loaded.content_type, budget.remaining())
-            file = feed.as_file(parsed, url, loaded.content_type)
+        assert loaded.file is not None and loaded.reader is not None
+        file = await READERS[loaded.reader](loaded.file, url, loaded.content_type, budget.remaining())
         fields = await asyncio.to_thread(file.fields, params.format, params.offset, params.maxChars)
         return ScrapePageResult(
             url=file.url,

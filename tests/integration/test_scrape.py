@@ -172,6 +172,9 @@ async def formats(p: Scraper) -> None:
     entry = f"## [Foxes and dogs]({BASE}/article)\n\nThe quick fox.\n"
     assert news["markdown"] == f"# [Fox Weekly]({BASE}/)\n\nNews about foxes\n\n{entry}"
 
+    pages = await p.ok("/sitemap.xml", format="links")  # a sitemap reads as the pages it lists
+    assert pages["links"] == [f"{BASE}/article", f"{BASE}/desk"] and pages["title"] == "Sitemap of 127.0.0.1:8000"
+
     shot, shot_png = await p.image("/article", "screenshot")
     full, full_png = await p.image("/article", "fullscreenshot")
     (w1, h1), (w2, h2) = png_size(shot_png), png_size(full_png)

@@ -96,7 +96,7 @@ DESCRIPTION = (
     f"answer was cut. Text is cut at {MAX_CONTENT_BYTES // 1024 // 1024} MiB and links at {MAX_LINKS} "
     "(truncated=true says so). "
     "An HTTP error status still returns the page. A PDF comes back as its text, an RSS or Atom feed as its "
-    "entries (markdown, html or links). "
+    "entries, an XML sitemap as the pages it lists (markdown, html or links). "
     "includeTags/excludeTags (CSS selectors, as document.querySelectorAll takes them) choose the content "
     "yourself or leave parts out. "
     "mobile=true reads it as a phone shows it (412×839, mobile user agent, touch). "

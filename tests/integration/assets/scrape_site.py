@@ -90,6 +90,8 @@ FEED = """<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><tit
 <link>/</link><description>News about foxes</description><item><title>Foxes and dogs</title><link>/article</link>
 <description>&lt;p&gt;The quick fox.&lt;/p&gt;&lt;script&gt;steal()&lt;/script&gt;</description></item>
 </channel></rss>"""
+SITEMAP = """<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<url><loc>/article</loc><lastmod>2026-11-01</lastmod></url><url><loc>/desk</loc></url></urlset>"""
 GONE = "<!doctype html><title>Gone</title><h1>404 Not Found</h1><p>No such page here.</p>"
 BIG = "<!doctype html><title>Big</title><p>" + "x" * (9 * 1024 * 1024) + "</p>"
 MOVES = """<!doctype html><html><head><title>Moving</title></head><body><main><h1>Moving on</h1>{start}</main>
@@ -199,6 +201,8 @@ class Handler(BaseHTTPRequestHandler):
             )
         if path == "/feed.xml":
             return self.send(FEED, ctype="text/xml")
+        if path == "/sitemap.xml":
+            return self.send(SITEMAP, ctype="application/xml")
         if path == "/report.pdf":
             return self.send(REPORT_PDF, ctype="application/pdf")
         pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,

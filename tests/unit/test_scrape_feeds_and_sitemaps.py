@@ -1,5 +1,6 @@
-"""scrape of an RSS or Atom feed: read as text (feed.py, parsed by feedparser in a child process), through
-the agent's dispatcher against the host's Chromium, on feeds an aiohttp server of this module serves."""
+"""scrape of an RSS or Atom feed and of an XML sitemap: read as text (feed.py, sitemap.py: parsed in child
+processes), through the agent's dispatcher against the host's Chromium, on files an aiohttp server of this
+module serves."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from sandbox_image.scrape import feed
+from sandbox_image.scrape.loading import xml_reader
 from tests.unit.browser_harness import BrowserDriver
 from tests.unit.test_scrape_service import scraper  # noqa: F401 (fixture)
 
@@ -35,6 +36,23 @@ ATOM = """<?xml version="1.0" encoding="utf-8"?>
 </feed>"""
 NOT_A_FEED = """<?xml version="1.0"?><catalog><book id="1"><title>Foxes</title></book></catalog>"""
 BROKEN = "<rss version='2.0'><channel><title>Cut off"
+SITEMAP = """<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<url><loc>https://example.org/</loc><lastmod>2026-11-01</lastmod></url>
+<url><loc>https://example.org/foxes</loc></url><url><loc>/relative/den</loc></url>
+<url><loc>javascript:alert(1)</loc></url></urlset>"""
+INDEX = """<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<sitemap><loc>https://example.org/sitemap-1.xml</loc><lastmod>2026-11-02T10:00:00+00:00</lastmod></sitemap>
+</sitemapindex>"""
+# A billion laughs: nine levels of ten entities each (10^9 "lol"s once expanded).
+LAUGHS = (
+    '<!DOCTYPE lolz [<!ENTITY lol0 "lol">'
+    + "".join(f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10))
+    + "]>"
+)
+BOMB = f'<?xml version="1.0"?>{LAUGHS}<urlset><url><loc>&lol9;</loc></url></urlset>'
+BOMB_FEED = f'<?xml version="1.0"?>{LAUGHS}<rss version="2.0"><channel><title>&lol9;</title><item><title>x</title>'
+BOMB_FEED += "</item></channel></rss>"
 
 
 def _serve(body: str, ctype: str) -> Any:
@@ -50,6 +68,10 @@ ROUTES = {
     "/atom": _serve(ATOM, "application/atom+xml"),
     "/catalog.xml": _serve(NOT_A_FEED, "application/xml"),
     "/broken": _serve(BROKEN, "application/rss+xml"),
+    "/sitemap.xml": _serve(SITEMAP, "application/xml"),
+    "/sitemap_index.xml": _serve(INDEX, "text/xml"),
+    "/bomb.xml": _serve(BOMB, "application/xml"),
+    "/bomb-feed": _serve(BOMB_FEED, "application/rss+xml"),
 }
 
 
@@ -70,14 +92,16 @@ async def scrape(driver: BrowserDriver, url: str, **params: Any) -> dict[str, An
     return await driver.call("scrape.page", url=url, **params)
 
 
-def test_what_counts_as_a_feed() -> None:
-    assert feed.is_feed("application/rss+xml", "text/plain", b"")
-    assert feed.is_feed("", "application/atom+xml", b"")
-    assert feed.is_feed("text/xml", "text/xml", b'<?xml version="1.0"?>\n<rss version="2.0">')
-    assert feed.is_feed("application/xml", "application/xml", b"<?xml version='1.0'?><feed xmlns='x'>")
-    assert feed.is_feed("text/xml", "", b"<rdf:RDF xmlns:rdf='x'>")
-    assert not feed.is_feed("text/xml", "text/xml", b"<?xml version='1.0'?><catalog><feeder/>")
-    assert not feed.is_feed("text/html", "text/html", b"<html><rss>")
+def test_which_xml_is_read_as_what() -> None:
+    assert xml_reader("application/rss+xml", "text/plain", b"") == "feed"
+    assert xml_reader("", "application/atom+xml", b"") == "feed"
+    assert xml_reader("text/xml", "text/xml", b'<?xml version="1.0"?>\n<rss version="2.0">') == "feed"
+    assert xml_reader("application/xml", "application/xml", b"<?xml version='1.0'?><feed xmlns='x'>") == "feed"
+    assert xml_reader("text/xml", "", b"<rdf:RDF xmlns:rdf='x'>") == "feed"
+    assert xml_reader("application/xml", "", b"<?xml version='1.0'?><urlset xmlns='x'>") == "sitemap"
+    assert xml_reader("text/xml", "", b"<sitemapindex>") == "sitemap"
+    assert xml_reader("text/xml", "text/xml", b"<?xml version='1.0'?><catalog><feeder/>") is None
+    assert xml_reader("text/html", "text/html", b"<html><rss><urlset>") is None
 
 
 async def test_an_rss_feed_reads_as_its_entries(scraper: BrowserDriver, feeds: str) -> None:  # noqa: F811
@@ -127,6 +151,25 @@ async def test_what_is_not_a_feed_says_so(scraper: BrowserDriver, feeds: str) ->
     broken = await scraper.error("scrape.page", url=f"{feeds}/broken")
     assert broken.code.value == "UNSUPPORTED_CONTENT_TYPE" and "could not be read as a feed" in broken.message
     assert broken.hint and broken.details["contentType"] == "application/rss+xml"
+    bomb = await scrape(scraper, f"{feeds}/bomb-feed")  # a billion laughs: the entities are left unexpanded
+    assert bomb["title"] == "&lol9;" and len(bomb["markdown"]) < 200
     # A picture of a feed is the browser's, as of any page.
     shot = await scrape(scraper, f"{feeds}/rss", format="screenshot")
     assert base64.b64decode(shot["screenshot"])[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+async def test_a_sitemap_reads_as_its_pages(scraper: BrowserDriver, feeds: str) -> None:  # noqa: F811
+    host = feeds.removeprefix("http://")
+    md = await scrape(scraper, f"{feeds}/sitemap.xml")
+    assert md["title"] == f"Sitemap of {host}" and md["contentType"] == "application/xml" and not md["truncated"]
+    assert md["markdown"] == (
+        f"# Sitemap of {host}\n\n- <https://example.org/> 2026-11-01\n- <https://example.org/foxes>\n"
+        f"- <{feeds}/relative/den>\n"
+    )
+    links = await scrape(scraper, f"{feeds}/sitemap.xml", format="links")
+    assert links["links"] == ["https://example.org/", "https://example.org/foxes", f"{feeds}/relative/den"]
+    index = await scrape(scraper, f"{feeds}/sitemap_index.xml", format="links")
+    assert index["title"] == f"Sitemap index of {host}" and index["links"] == ["https://example.org/sitemap-1.xml"]
+    # Entity expansion is the parser's to bound: the reader refuses, the agent is untouched.
+    bomb = await scraper.error("scrape.page", url=f"{feeds}/bomb.xml")
+    assert bomb.code.value == "UNSUPPORTED_CONTENT_TYPE" and "could not be read as a sitemap" in bomb.message
