@@ -21,7 +21,10 @@ def workspace_images(server: HttpServer, sandbox_id: str) -> list[Path]:
 
 
 def containers(client: docker.DockerClient, namespace: str) -> dict[str, object]:
-    found = client.containers.list(all=True, ignore_removed=True, filters={"label": f"{labels.NAMESPACE}={namespace}"})
+    """The namespace's sandbox containers by sandbox id (not its short-lived helpers: the network guard, the
+    workspace disk's, which carry the namespace label but no sandbox id)."""
+    wanted = {"label": [labels.SANDBOX, f"{labels.NAMESPACE}={namespace}"]}
+    found = client.containers.list(all=True, ignore_removed=True, filters=wanted)
     return {c.labels[labels.SANDBOX]: c for c in found}
 
 

@@ -20,12 +20,7 @@ from host import identity, labels
 from host.testing import BoxwrightContainer
 from tests.integration.conftest import HttpServer, own_env, remove_namespace
 from tests.integration.mcp_helpers import http_session
-
-
-def containers(client: docker.DockerClient, namespace: str) -> dict[str, object]:
-    found = client.containers.list(all=True, ignore_removed=True, filters={"label": f"{labels.NAMESPACE}={namespace}"})
-    return {c.labels[labels.SANDBOX]: c for c in found if labels.SANDBOX in c.labels}
-
+from tests.integration.test_lifecycle import containers
 
 SHARED = "shared"
 
