@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
@@ -22,7 +23,7 @@ from sandbox_image.scrape import feed, sitemap
 from sandbox_image.scrape.pdf import PDF_TYPE
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page, Request, Response
+    from playwright.async_api import APIResponse, Page, Request, Response
 
 _NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")
 
@@ -46,6 +47,7 @@ UNREACHABLE_ERRORS = frozenset(
 ERROR_PAGE = "chrome-error:"  # the URL of the page Chromium shows for a navigation that failed
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 XML_TYPES = frozenset({"text/xml", "application/xml"})
+GZIP_TYPES = frozenset({"application/gzip", "application/x-gzip"})
 # Which reader (service.READERS) reads a file as text instead of the page the browser made of it.
 FileReader = Literal["pdf", "feed", "sitemap"]
 
@@ -206,9 +208,20 @@ def is_pdf_download(message: str, response: Response) -> bool:
     return declared == PDF_TYPE or (named and declared in ("", "application/octet-stream"))
 
 
-async def _pdf(tab: Tab, url: str, timeout_ms: float) -> Loaded:
-    """Fetch the PDF the browser would have downloaded, with the context's cookies: the same request again,
-    from the sandbox (its network policy applies), within the time left to load."""
+def is_gzip_download(message: str, response: Response) -> bool:
+    """A gzipped file the browser would download (a sitemap.xml.gz, a feed): gzip by the server's word, or by
+    its name when the server only says "some bytes"."""
+    if "Download is starting" not in message:
+        return False
+    declared = media_type(response.headers.get("content-type"))
+    named = urlsplit(response.url).path.lower().endswith(".gz")
+    return declared in GZIP_TYPES or (named and declared in ("", "application/octet-stream"))
+
+
+async def _fetch(tab: Tab, url: str, timeout_ms: float, limit: int, what: str) -> tuple[APIResponse, bytes]:
+    """The file the browser would have downloaded, fetched with the context's cookies: the same request again,
+    from the sandbox (its network policy applies), within the time left to load; its response (disposed)
+    and at most `limit` bytes of body (PAGE_TOO_LARGE past that)."""
     if timeout_ms <= 0:
         raise timed_out(url, timeout_ms)
     context = tab.check().context
@@ -220,16 +233,39 @@ async def _pdf(tab: Tab, url: str, timeout_ms: float) -> Loaded:
         raise failed(url, clean_message(exc), "markdown", None) from None
     try:
         length = response.headers.get("content-length", "")
-        if length.isdigit() and int(length) > MAX_PDF_BYTES:
-            raise too_large(url, int(length), "PDF", MAX_PDF_BYTES)
+        if length.isdigit() and int(length) > limit:
+            raise too_large(url, int(length), what, limit)
         body = await tab.guard(response.body())
-        if len(body) > MAX_PDF_BYTES:
-            raise too_large(url, len(body), "PDF", MAX_PDF_BYTES)
+        if len(body) > limit:
+            raise too_large(url, len(body), what, limit)
     finally:
         await response.dispose()
+    return response, body
+
+
+async def _pdf(tab: Tab, url: str, timeout_ms: float) -> Loaded:
+    response, body = await _fetch(tab, url, timeout_ms, MAX_PDF_BYTES, "PDF")
     if b"%PDF-" not in body[:1024]:  # where the format puts its header: a file named .pdf that is not one
         raise unsupported(url, media_type(response.headers.get("content-type")), "markdown")
     return Loaded(response.status, PDF_TYPE, response_html=None, file=body, reader="pdf", url=response.url)
+
+
+async def _gzipped(tab: Tab, url: str, timeout_ms: float) -> Loaded:
+    """A gzipped feed or sitemap, unpacked to at most MAX_PAGE_BYTES (a small file that unpacks to more — a
+    gzip bomb — is PAGE_TOO_LARGE, found out without unpacking the rest)."""
+    response, packed = await _fetch(tab, url, timeout_ms, MAX_PAGE_BYTES, "gzip file")
+    declared = media_type(response.headers.get("content-type"))
+    unpacker = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        body = unpacker.decompress(packed, MAX_PAGE_BYTES + 1)
+    except zlib.error:
+        raise unsupported(url, declared, "markdown") from None
+    if len(body) > MAX_PAGE_BYTES:
+        raise too_large(response.url, len(body), "unpacked gzip file")
+    reader = xml_reader("", "application/xml", body)
+    if reader is None:  # only feeds and sitemaps are read out of a gzip file
+        raise unsupported(url, declared or "application/gzip", "markdown")
+    return Loaded(response.status, declared or "application/gzip", None, file=body, reader=reader, url=response.url)
 
 
 def xml_reader(declared: str, shown: str, head: bytes) -> FileReader | None:
@@ -289,8 +325,11 @@ async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, frame: MainFrame
         raise timed_out(url, timeout_ms) from None
     except PlaywrightError as exc:
         message = clean_message(exc)
-        if frame.response is not None and is_pdf_download(message, frame.response) and fmt not in SCREENSHOT_FORMATS:
-            return await _pdf(tab, frame.response.url, left_ms())
+        downloaded = frame.response if fmt not in SCREENSHOT_FORMATS else None
+        if downloaded is not None and is_pdf_download(message, downloaded):
+            return await _pdf(tab, downloaded.url, left_ms())
+        if downloaded is not None and is_gzip_download(message, downloaded):
+            return await _gzipped(tab, downloaded.url, left_ms())
         raise failed(url, message, fmt, frame.response) from None
     response = response or frame.response
     try:

@@ -5,6 +5,7 @@ module serves."""
 from __future__ import annotations
 
 import base64
+import gzip
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -55,9 +56,10 @@ BOMB_FEED = f'<?xml version="1.0"?>{LAUGHS}<rss version="2.0"><channel><title>&l
 BOMB_FEED += "</item></channel></rss>"
 
 
-def _serve(body: str, ctype: str) -> Any:
+def _serve(body: str | bytes, ctype: str) -> Any:
     async def handler(_request: web.Request) -> web.Response:
-        return web.Response(text=body, content_type=ctype)
+        data = body.encode() if isinstance(body, str) else body
+        return web.Response(body=data, content_type=ctype)
 
     return handler
 
@@ -72,6 +74,13 @@ ROUTES = {
     "/sitemap_index.xml": _serve(INDEX, "text/xml"),
     "/bomb.xml": _serve(BOMB, "application/xml"),
     "/bomb-feed": _serve(BOMB_FEED, "application/rss+xml"),
+    # Gzipped files a browser downloads: a sitemap (as gzip, and as bytes named .gz), a feed, a gzip bomb
+    # (9 MiB of zeros in a few KiB), and gzipped text that is neither.
+    "/sitemap.xml.gz": _serve(gzip.compress(SITEMAP.encode()), "application/gzip"),
+    "/s2.xml.gz": _serve(gzip.compress(SITEMAP.encode()), "application/octet-stream"),
+    "/feed.gz": _serve(gzip.compress(RSS.encode()), "application/x-gzip"),
+    "/zeros.gz": _serve(gzip.compress(b"<urlset>" + b"0" * (9 * 1024 * 1024)), "application/gzip"),
+    "/notes.txt.gz": _serve(gzip.compress(b"just some notes"), "application/gzip"),
 }
 
 
@@ -173,3 +182,16 @@ async def test_a_sitemap_reads_as_its_pages(scraper: BrowserDriver, feeds: str) 
     # Entity expansion is the parser's to bound: the reader refuses, the agent is untouched.
     bomb = await scraper.error("scrape.page", url=f"{feeds}/bomb.xml")
     assert bomb.code.value == "UNSUPPORTED_CONTENT_TYPE" and "could not be read as a sitemap" in bomb.message
+
+
+async def test_gzipped_sitemaps_and_feeds(scraper: BrowserDriver, feeds: str) -> None:  # noqa: F811
+    for path in ("/sitemap.xml.gz", "/s2.xml.gz"):
+        links = await scrape(scraper, f"{feeds}{path}", format="links")
+        assert links["links"] == ["https://example.org/", "https://example.org/foxes", f"{feeds}/relative/den"], path
+        assert links["title"].startswith("Sitemap of ")
+    news = await scrape(scraper, f"{feeds}/feed.gz")
+    assert news["title"] == "Fox Weekly" and "## [Foxes and dogs]" in news["markdown"]
+    bomb = await scraper.error("scrape.page", url=f"{feeds}/zeros.gz")
+    assert bomb.code.value == "PAGE_TOO_LARGE" and bomb.details["measured"] == "unpacked gzip file"
+    notes = await scraper.error("scrape.page", url=f"{feeds}/notes.txt.gz")
+    assert notes.code.value == "UNSUPPORTED_CONTENT_TYPE" and notes.details["contentType"] == "application/gzip"
