@@ -102,7 +102,7 @@ def unsupported(url: str, content_type: str, fmt: str) -> BoxwrightError:
     return BoxwrightError(
         ErrorCode.UNSUPPORTED_CONTENT_TYPE,
         f"{redact(url)} is {content_type or 'a download'}, not a web page: format {fmt!r} needs an HTML, text or "
-        "PDF document",
+        "PDF document, an RSS or Atom feed or an XML sitemap",
         details=details,
     )
 
@@ -218,7 +218,7 @@ def is_gzip_download(message: str, response: Response) -> bool:
     return declared in GZIP_TYPES or (named and declared in ("", "application/octet-stream"))
 
 
-async def _fetch(tab: Tab, url: str, timeout_ms: float, limit: int, what: str) -> tuple[APIResponse, bytes]:
+async def _fetch(tab: Tab, url: str, fmt: str, timeout_ms: float, limit: int, what: str) -> tuple[APIResponse, bytes]:
     """The file the browser would have downloaded, fetched with the context's cookies: the same request again,
     from the sandbox (its network policy applies), within the time left to load; its response (disposed)
     and at most `limit` bytes of body (PAGE_TOO_LARGE past that)."""
@@ -230,7 +230,7 @@ async def _fetch(tab: Tab, url: str, timeout_ms: float, limit: int, what: str) -
     except PlaywrightTimeoutError:
         raise timed_out(url, timeout_ms) from None
     except PlaywrightError as exc:
-        raise failed(url, clean_message(exc), "markdown", None) from None
+        raise failed(url, clean_message(exc), fmt, None) from None
     try:
         length = response.headers.get("content-length", "")
         if length.isdigit() and int(length) > limit:
@@ -243,28 +243,28 @@ async def _fetch(tab: Tab, url: str, timeout_ms: float, limit: int, what: str) -
     return response, body
 
 
-async def _pdf(tab: Tab, url: str, timeout_ms: float) -> Loaded:
-    response, body = await _fetch(tab, url, timeout_ms, MAX_PDF_BYTES, "PDF")
+async def _pdf(tab: Tab, url: str, fmt: str, timeout_ms: float) -> Loaded:
+    response, body = await _fetch(tab, url, fmt, timeout_ms, MAX_PDF_BYTES, "PDF")
     if b"%PDF-" not in body[:1024]:  # where the format puts its header: a file named .pdf that is not one
-        raise unsupported(url, media_type(response.headers.get("content-type")), "markdown")
+        raise unsupported(url, media_type(response.headers.get("content-type")), fmt)
     return Loaded(response.status, PDF_TYPE, response_html=None, file=body, reader="pdf", url=response.url)
 
 
-async def _gzipped(tab: Tab, url: str, timeout_ms: float) -> Loaded:
+async def _gzipped(tab: Tab, url: str, fmt: str, timeout_ms: float) -> Loaded:
     """A gzipped feed or sitemap, unpacked to at most MAX_PAGE_BYTES (a small file that unpacks to more — a
     gzip bomb — is PAGE_TOO_LARGE, found out without unpacking the rest)."""
-    response, packed = await _fetch(tab, url, timeout_ms, MAX_PAGE_BYTES, "gzip file")
+    response, packed = await _fetch(tab, url, fmt, timeout_ms, MAX_PAGE_BYTES, "gzip file")
     declared = media_type(response.headers.get("content-type"))
     unpacker = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     try:
         body = unpacker.decompress(packed, MAX_PAGE_BYTES + 1)
     except zlib.error:
-        raise unsupported(url, declared, "markdown") from None
+        raise unsupported(url, declared, fmt) from None
     if len(body) > MAX_PAGE_BYTES:
         raise too_large(response.url, len(body), "unpacked gzip file")
     reader = xml_reader("", "application/xml", body)
     if reader is None:  # only feeds and sitemaps are read out of a gzip file
-        raise unsupported(url, declared or "application/gzip", "markdown")
+        raise unsupported(url, declared or "application/gzip", fmt)
     return Loaded(response.status, declared or "application/gzip", None, file=body, reader=reader, url=response.url)
 
 
@@ -327,9 +327,9 @@ async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, frame: MainFrame
         message = clean_message(exc)
         downloaded = frame.response if fmt not in SCREENSHOT_FORMATS else None
         if downloaded is not None and is_pdf_download(message, downloaded):
-            return await _pdf(tab, downloaded.url, left_ms())
+            return await _pdf(tab, downloaded.url, fmt, left_ms())
         if downloaded is not None and is_gzip_download(message, downloaded):
-            return await _gzipped(tab, downloaded.url, left_ms())
+            return await _gzipped(tab, downloaded.url, fmt, left_ms())
         raise failed(url, message, fmt, frame.response) from None
     response = response or frame.response
     try:
@@ -337,7 +337,7 @@ async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, frame: MainFrame
     except PlaywrightError:
         content_type = media_type(response.headers.get("content-type")) if response is not None else ""
     if content_type == PDF_TYPE and fmt not in SCREENSHOT_FORMATS:  # a browser that shows PDFs inline
-        return await _pdf(tab, page.url, left_ms())
+        return await _pdf(tab, page.url, fmt, left_ms())
     status = response.status if response is not None else None
     if response is not None and fmt not in SCREENSHOT_FORMATS:
         declared = media_type(response.headers.get("content-type"))
