@@ -11,9 +11,9 @@ element is gone, it is refused with STALE_REF — it never resolves to a differe
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from rpc.models.base import Params, Result
 
@@ -249,9 +249,33 @@ class TabsResult(Result):
     tabId: str | None = Field(None, description="The tab the action created, closed or selected")
 
 
-class SessionsParams(Params):
+# A language tag as browsers take it (BCP 47: language, optional script, optional region), e.g. "de-DE", "fr",
+# "zh-Hans-CN", "es-419".
+Locale = Annotated[str, StringConstraints(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?$")]
+
+
+class PageLook(Params):
+    """The device and language pages are shown for: a scrape's context, or a browser session's."""
+
+    mobile: bool = Field(
+        False,
+        description="As a phone shows pages: a 412×839 viewport, mobile Chrome's user agent, touch (Playwright's "
+        "Pixel 7, one device pixel per CSS pixel) — for a site's mobile layout or screenshot",
+    )
+    locale: Locale | None = Field(
+        None,
+        description="The language to ask sites for, as a BCP 47 tag (e.g. 'de-DE', 'fr', 'ja-JP'): the browser "
+        "sends it as Accept-Language and reports it as navigator.language and Intl's default. Default: en-US",
+    )
+
+
+class _SessionAction(Params):
     action: Literal["list", "create", "close"] = "list"
     sessionId: str | None = Field(None, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+
+
+class SessionsParams(PageLook, _SessionAction):
+    """mobile and locale: for action 'create' only (how the new session's pages are shown)."""
 
 
 class SessionInfo(Result):
@@ -259,6 +283,8 @@ class SessionInfo(Result):
     tabCount: int
     isDefault: bool
     profileId: str | None = Field(None, description="The login profile the session was opened from")
+    mobile: bool = Field(False, description="Its pages are shown as a phone shows them")
+    locale: str | None = Field(None, description="The language it asks sites for, when not the default")
 
 
 class SessionsResult(Result):

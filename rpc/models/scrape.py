@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from rpc.models.base import Params, Result
-from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, MAX_FULL_PAGE_HEIGHT, TabParams, TabResult
+from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, MAX_FULL_PAGE_HEIGHT, PageLook, TabParams, TabResult
 from rpc.models.profiles import DEFAULT_PROFILE_ID, ProfileId, StorageState
 from rpc.models.templates import HttpUrl
 
@@ -47,9 +47,6 @@ MAX_SELECTORS = 20
 # A CSS selector as document.querySelectorAll takes it: the sandbox's browser checks it before the page
 # loads and matches it on the rendered page (sandbox_image/scrape/tags.py).
 CssSelector = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
-# A language tag as browsers take it (BCP 47: language, optional script, optional region), e.g. "de-DE", "fr",
-# "zh-Hans-CN", "es-419".
-Locale = Annotated[str, StringConstraints(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?$")]
 
 
 class _Address(Params):
@@ -102,8 +99,8 @@ class ReadOptions(Params):
     )
 
 
-class ScrapeOptions(ReadOptions, _Address):
-    """What to fetch and how (fields in this order: url, format, the reading options, then these)."""
+class ScrapeOptions(PageLook, ReadOptions, _Address):
+    """What to fetch and how (fields in this order: url, format, the reading options, the look, then these)."""
 
     waitFor: int = Field(
         0,
@@ -117,16 +114,6 @@ class ScrapeOptions(ReadOptions, _Address):
         ge=1_000,
         le=MAX_BROWSER_TIMEOUT_MS,
         description="Time to load and read the page, on top of waitFor",
-    )
-    mobile: bool = Field(
-        False,
-        description="Read the page as a phone shows it: a 412×839 viewport, mobile Chrome's user agent, touch "
-        "(Playwright's Pixel 7, one device pixel per CSS pixel) — for a site's mobile layout or screenshot",
-    )
-    locale: Locale | None = Field(
-        None,
-        description="The language to ask the site for, as a BCP 47 tag (e.g. 'de-DE', 'fr', 'ja-JP'): the browser "
-        "sends it as Accept-Language and reports it as navigator.language and Intl's default. Default: en-US",
     )
 
 

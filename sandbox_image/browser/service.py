@@ -138,7 +138,14 @@ class BrowserService:
     def sessions_result(self, acted: str | None) -> SessionsResult:
         return SessionsResult(
             sessions=[
-                SessionInfo(sessionId=s.id, tabCount=len(s.tabs), isDefault=s.is_default, profileId=s.profile_id)
+                SessionInfo(
+                    sessionId=s.id,
+                    tabCount=len(s.tabs),
+                    isDefault=s.is_default,
+                    profileId=s.profile_id,
+                    mobile=s.mobile,
+                    locale=s.locale,
+                )
                 for s in self.sessions.sessions.values()
             ],
             sessionId=acted,
@@ -148,8 +155,12 @@ class BrowserService:
 
     async def sessions_op(self, params: SessionsParams, _deadline: Deadline) -> SessionsResult:
         acted: str | None = None
+        if params.action != "create":  # how a session's pages are shown is set when it is made
+            for field, given in (("mobile", params.mobile), ("locale", params.locale is not None)):
+                if given:
+                    raise invalid_parameter(field, "only with action 'create'", hint=f"omit {field}, or use 'create'")
         if params.action == "create":
-            acted = self.sessions.create(params.sessionId).id
+            acted = self.sessions.create(params.sessionId, mobile=params.mobile, locale=params.locale).id
         elif params.action == "close":
             if not params.sessionId:
                 raise _required("sessionId", "close")

@@ -214,9 +214,12 @@ class SessionManager:
         *,
         storage_state: dict[str, Any] | None = None,
         profile_id: str | None = None,
+        mobile: bool = False,
+        locale: str | None = None,
     ) -> Session:
         """A new named session; at most MAX_SESSIONS open at once (the default one counts too). With a
-        storage_state (a login profile's snapshot), its context starts with those cookies and storage."""
+        storage_state (a login profile's snapshot), its context starts with those cookies and storage; `mobile`
+        and `locale` as for scrape (a phone's view, a language)."""
         if session_id is not None and session_id in self.sessions:
             raise BoxwrightError(
                 ErrorCode.INVALID_PARAMETER,
@@ -235,7 +238,9 @@ class SessionManager:
             self._next_session += 1
             if candidate not in self.sessions:
                 session_id = candidate
-        session = Session(session_id, self.engine, storage_state=storage_state, profile_id=profile_id)
+        session = Session(
+            session_id, self.engine, storage_state=storage_state, profile_id=profile_id, mobile=mobile, locale=locale
+        )
         self.sessions[session_id] = session
         log.info("browser session %s created%s", session_id, " from a login profile" if storage_state else "")
         return session

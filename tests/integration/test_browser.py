@@ -167,6 +167,23 @@ async def test_screenshot_is_png_image_content(http_server: HttpServer, tokens: 
         assert full.structured_content["height"] >= height
 
 
+async def test_a_session_shown_as_a_phone_in_german(http_server: HttpServer, tokens: dict) -> None:
+    async with http_session(http_server.url, tokens["alice"]) as s, browsing(s):
+        phone = {"action": "create", "sessionId": "phone", "mobile": True, "locale": "de-DE"}
+        made = await s.ok("browser_sessions", phone)
+        listed = next(x for x in made["sessions"] if x["sessionId"] == "phone")
+        assert (listed["mobile"], listed["locale"]) == (True, "de-DE")
+        await s.ok("browser_goto", {"sessionId": "phone", "url": f"{BASE}/"})
+        r = await s.client.call_tool("browser_screenshot", {"sessionId": "phone"})
+        assert (r.structured_content["width"], r.structured_content["height"]) == (412, 839)
+        # From a login profile too (`master`: other modules list the profiles they make and leave it out).
+        german = {"action": "create", "sessionId": "p", "profileId": "master", "locale": "de-DE"}
+        profiled = await s.ok("browser_sessions", german)
+        assert next(x for x in profiled["sessions"] if x["sessionId"] == "p")["locale"] == "de-DE"
+        late = await s.error("browser_sessions", {"action": "list", "mobile": True})
+        assert late.code == "INVALID_PARAMETER", late.data
+
+
 async def test_evaluate_is_local_only(server_env: dict, http_server: HttpServer, tokens: dict) -> None:
     async with http_session(http_server.url, tokens["alice"]) as remote:
         sid = (await remote.ok("sandbox_create"))["sandboxId"]

@@ -98,6 +98,27 @@ async def test_sessions_are_isolated(browser: BrowserDriver, site: Site) -> None
     assert closed.code is ErrorCode.SESSION_NOT_FOUND
 
 
+async def test_a_session_shown_as_a_phone_in_a_language(browser: BrowserDriver) -> None:
+    seen = "[screen.width, navigator.language, navigator.userAgent.includes('Mobile'), (1234.5).toLocaleString()]"
+    created = await browser.call("browser.sessions", action="create", sessionId="phone", mobile=True, locale="de-DE")
+    try:
+        assert {"sessionId": "phone", "tabCount": 0, "isDefault": False, "profileId": None, "mobile": True,
+                "locale": "de-DE"} in created["sessions"]  # fmt: skip
+        await browser.call("browser.goto", sessionId="phone", url="data:text/html,<p>phone</p>")
+        phone = await browser.call("browser.evaluate", sessionId="phone", expression=seen)
+        assert phone["value"] == [412, "de-DE", True, "1.234,5"]
+        await browser.call("browser.goto", url="data:text/html,<p>desktop</p>")  # the default session is a desktop
+        desktop = await browser.call("browser.evaluate", expression=seen)
+        assert desktop["value"] == [1280, "en-US", False, "1,234.5"]
+        for field, value in (("mobile", True), ("locale", "fr")):  # set when a session is made, not after
+            late = await browser.error("browser.sessions", action="list", **{field: value})
+            assert late.code is ErrorCode.INVALID_PARAMETER and late.details["errors"][0]["field"] == field
+        bad = await browser.error("browser.sessions", action="create", sessionId="x", locale="german")
+        assert bad.code is ErrorCode.INVALID_PARAMETER and bad.details["errors"][0]["field"] == "locale"
+    finally:
+        await browser.call("browser.sessions", action="close", sessionId="phone")
+
+
 async def test_session_limit(browser: BrowserDriver) -> None:
     existing = len((await browser.call("browser.sessions"))["sessions"])
     made = []
