@@ -80,7 +80,14 @@ async def test_a_login_in_a_profile_session_is_published_and_reused(services: Se
         created = await mcp.ok("browser_sessions", {"action": "create", "profileId": "p1"})
         s1 = created["sessionId"]
         assert created["profileId"] == "p1" and created["profileVersion"] == 0
-        assert {"sessionId": s1, "tabCount": 0, "isDefault": False, "profileId": "p1"} in created["sessions"]
+        assert {
+            "sessionId": s1,
+            "tabCount": 0,
+            "isDefault": False,
+            "profileId": "p1",
+            "mobile": False,
+            "locale": None,
+        } in created["sessions"]
 
         await mcp.ok("browser_goto", {"sessionId": s1, "url": f"{site}/login"})
         await mcp.ok("browser_type", {"sessionId": s1, "selector": "#email", "text": login_site.USER})

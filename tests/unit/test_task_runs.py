@@ -348,7 +348,14 @@ async def test_trust_level_and_existing_sessions(agent: BrowserDriver, site: Tas
         status = await finish(agent, run_id)
         assert status["status"] == "succeeded" and status["sessionId"] == "mine"
         sessions = (await agent.call("browser.sessions"))["sessions"]
-        assert {"sessionId": "mine", "tabCount": 0, "isDefault": False, "profileId": None} in sessions
+        assert {
+            "sessionId": "mine",
+            "tabCount": 0,
+            "isDefault": False,
+            "profileId": None,
+            "mobile": False,
+            "locale": None,
+        } in sessions
         listed = (await agent.call("task.list", status="succeeded"))["runs"]
         assert run_id in [r["runId"] for r in listed]
     finally:
