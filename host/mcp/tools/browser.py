@@ -141,7 +141,8 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
         ),
         fwd(
             methods.BROWSER_PAGE_CONTENT,
-            "The page's main text as sections split at headings, capped at maxLength.",
+            "The page's main text as sections split at headings, capped at maxLength. For the page as markdown "
+            "(the main content chosen, with its tables, code and links), use browser_scrape.",
             lambda p, r: f"{_page(r)}, {len(r.sections)} sections" + (" (truncated)" if r.truncated else ""),
             READ,
         ),
