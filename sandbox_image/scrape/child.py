@@ -12,14 +12,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rpc.errors import BoxwrightError, ErrorCode
+from sandbox_image.browser.urls import redact
+
 
 class ReaderFailed(Exception):
     """The reader could not read the document: why, in a few words."""
 
 
-async def run_reader(script: Path, data: bytes, timeout_s: float, *args: str) -> dict[str, Any]:
-    """The reader's JSON object; TimeoutError past `timeout_s`, ReaderFailed when it reports an error or
-    dies without an answer."""
+async def run_reader(script: Path, data: bytes, timeout_s: float, *args: str, what: str, url: str) -> dict[str, Any]:
+    """The reader's JSON object; OPERATION_TIMEOUT past `timeout_s` (reading `what`, e.g. "PDF", from `url`),
+    ReaderFailed when it reports an error or dies without an answer."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         str(script),
@@ -30,6 +33,13 @@ async def run_reader(script: Path, data: bytes, timeout_s: float, *args: str) ->
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(data), max(0.1, timeout_s))
+    except TimeoutError:
+        raise BoxwrightError(
+            ErrorCode.OPERATION_TIMEOUT,
+            f"reading the {what} at {redact(url)} did not finish in time",
+            hint=f"a long or complex {what}: retry with a larger timeoutMs, or fetch the file with code_run",
+            details={"url": redact(url)},
+        ) from None
     finally:
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):

@@ -73,14 +73,7 @@ def unreadable(url: str, content_type: str, why: str) -> BoxwrightError:
 async def read_feed(data: bytes, url: str, content_type: str, timeout_s: float) -> Feed:
     """Parse `data` in a child process within `timeout_s`; killed when the time is up or the call ends."""
     try:
-        parsed = await run_reader(READER, data, timeout_s, url)
-    except TimeoutError:
-        raise BoxwrightError(
-            ErrorCode.OPERATION_TIMEOUT,
-            f"reading the feed at {redact(url)} did not finish in time",
-            hint="a very large feed: retry with a larger timeoutMs, or fetch it with code_run",
-            details={"url": redact(url)},
-        ) from None
+        parsed = await run_reader(READER, data, timeout_s, url, what="feed", url=url)
     except ReaderFailed as exc:
         raise unreadable(url, content_type, str(exc)) from None
     fields = ("title", "link", "published", "updated", "author", "html")

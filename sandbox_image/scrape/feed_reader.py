@@ -1,15 +1,14 @@
 """Read an RSS or Atom feed: `python feed_reader.py URL < feed.xml` prints one JSON object.
 
 Run by sandbox_image.scrape.feed as a child process of its own (child.py), by path, so it imports nothing
-of the agent but feedparser, under memory and CPU limits set before the feed is touched: the feed comes
-from an untrusted site. feedparser is given the bytes (it fetches nothing), resolves relative URLs against
-URL and sanitizes the entries' HTML (no scripts, styles or event handlers). Stdlib and feedparser only.
+of the agent but feedparser, under memory and CPU limits set (reader_main.serve) before the feed is
+touched: the feed comes from an untrusted site. feedparser is given the bytes (it fetches nothing),
+resolves relative URLs against URL and sanitizes the entries' HTML (no scripts, styles or event handlers).
+Stdlib and feedparser only.
 """
 
 from __future__ import annotations
 
-import json
-import resource
 import sys
 import time
 from typing import Any
@@ -81,17 +80,14 @@ def read(data: bytes, url: str) -> dict[str, Any]:
 
 
 def main() -> int:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
-    data = sys.stdin.buffer.read()
-    try:
-        out = read(data, sys.argv[1] if len(sys.argv) > 1 else "")
-    except MemoryError:
-        out = {"error": "reading it needs more than 512 MiB of memory"}
-    except Exception as exc:  # any parser failure is the feed's: reported, not raised
-        out = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-    sys.stdout.write(json.dumps(out))
-    return 0
+    # Beside this script, which is run by path (its directory first on sys.path); not a package import.
+    from reader_main import serve  # type: ignore[import-not-found]
+
+    return serve(
+        lambda data: read(data, sys.argv[1] if len(sys.argv) > 1 else ""),
+        memory_bytes=MEMORY_BYTES,
+        cpu_seconds=CPU_SECONDS,
+    )
 
 
 if __name__ == "__main__":

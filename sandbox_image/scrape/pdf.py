@@ -66,14 +66,7 @@ def unreadable(url: str, why: str) -> BoxwrightError:
 async def read_pdf(data: bytes, url: str, timeout_s: float) -> PdfDocument:
     """Parse `data` in a child process within `timeout_s`; killed when the time is up or the call ends."""
     try:
-        parsed = await run_reader(READER, data, timeout_s)
-    except TimeoutError:
-        raise BoxwrightError(
-            ErrorCode.OPERATION_TIMEOUT,
-            f"reading the PDF at {redact(url)} did not finish in time",
-            hint="a long or complex PDF: retry with a larger timeoutMs, or fetch the file with code_run",
-            details={"url": redact(url)},
-        ) from None
+        parsed = await run_reader(READER, data, timeout_s, what="PDF", url=url)
     except ReaderFailed as exc:
         raise unreadable(url, str(exc)) from None
     return PdfDocument(

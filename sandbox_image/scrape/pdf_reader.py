@@ -1,15 +1,13 @@
 """Read a PDF's text, links and stated metadata: `python pdf_reader.py < file.pdf` prints one JSON object.
 
 Run by sandbox_image.scrape.pdf as a child process of its own, by path (so it imports nothing of the
-agent but pypdf), under memory and CPU limits set here before the PDF is touched: the PDF comes from an
+agent but pypdf), under memory and CPU limits set (reader_main.serve) before the PDF is touched: the PDF comes from an
 untrusted site, and a parser's worst cases (loops, memory blow-ups) then cost this process only.
 Stdlib and pypdf only.
 """
 
 from __future__ import annotations
 
-import json
-import resource
 import sys
 from io import BytesIO
 from typing import Any
@@ -74,17 +72,10 @@ def read(data: bytes) -> dict[str, Any]:
 
 
 def main() -> int:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
-    data = sys.stdin.buffer.read()
-    try:
-        out = read(data)
-    except MemoryError:
-        out = {"error": "reading it needs more than 1 GiB of memory"}
-    except Exception as exc:  # any parser failure is the PDF's: reported, not raised
-        out = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-    sys.stdout.write(json.dumps(out))
-    return 0
+    # Beside this script, which is run by path (its directory first on sys.path); not a package import.
+    from reader_main import serve  # type: ignore[import-not-found]
+
+    return serve(read, memory_bytes=MEMORY_BYTES, cpu_seconds=CPU_SECONDS)
 
 
 if __name__ == "__main__":

@@ -41,14 +41,7 @@ def opens_as_sitemap(head: bytes) -> bool:
 async def read_file(data: bytes, url: str, content_type: str, timeout_s: float) -> FileText:
     """Parse `data` in a child process within `timeout_s`; the sitemap as scrape answers it."""
     try:
-        parsed = await run_reader(READER, data, timeout_s)
-    except TimeoutError:
-        raise BoxwrightError(
-            ErrorCode.OPERATION_TIMEOUT,
-            f"reading the sitemap at {redact(url)} did not finish in time",
-            hint="a very large sitemap: retry with a larger timeoutMs, or fetch it with code_run",
-            details={"url": redact(url)},
-        ) from None
+        parsed = await run_reader(READER, data, timeout_s, what="sitemap", url=url)
     except ReaderFailed as exc:
         raise BoxwrightError(
             ErrorCode.UNSUPPORTED_CONTENT_TYPE,

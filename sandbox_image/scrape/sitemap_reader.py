@@ -1,14 +1,12 @@
 """Read an XML sitemap: `python sitemap_reader.py < sitemap.xml` prints one JSON object.
 
 Run by sandbox_image.scrape.sitemap as a child process of its own (child.py), by path, under memory and
-CPU limits set before the document is touched: it comes from an untrusted site. The standard library's
-expat parser resolves no external entities and bounds entity expansion. Stdlib only.
+CPU limits set (reader_main.serve) before the document is touched: it comes from an untrusted site. The
+standard library's expat parser resolves no external entities and bounds entity expansion. Stdlib only.
 """
 
 from __future__ import annotations
 
-import json
-import resource
 import sys
 import xml.etree.ElementTree as ET
 from io import BytesIO
@@ -46,17 +44,10 @@ def read(data: bytes) -> dict[str, Any]:
 
 
 def main() -> int:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
-    data = sys.stdin.buffer.read()
-    try:
-        out = read(data)
-    except MemoryError:
-        out = {"error": "reading it needs more than 512 MiB of memory"}
-    except Exception as exc:  # any parser failure is the document's: reported, not raised
-        out = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-    sys.stdout.write(json.dumps(out))
-    return 0
+    # Beside this script, which is run by path (its directory first on sys.path); not a package import.
+    from reader_main import serve  # type: ignore[import-not-found]
+
+    return serve(read, memory_bytes=MEMORY_BYTES, cpu_seconds=CPU_SECONDS)
 
 
 if __name__ == "__main__":

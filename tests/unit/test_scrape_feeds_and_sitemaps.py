@@ -14,7 +14,7 @@ from aiohttp import web
 
 from sandbox_image.scrape.loading import xml_reader
 from tests.unit.browser_harness import BrowserDriver
-from tests.unit.test_scrape_service import scraper  # noqa: F401 (fixture)
+from tests.unit.test_scrape_service import scraper, serve_routes  # noqa: F401 (scraper: a fixture)
 
 RSS = """<?xml version="1.0" encoding="utf-8"?>
 <rss version="2.0"><channel><title>Fox Weekly</title><link>/</link><description>News about foxes</description>
@@ -86,15 +86,8 @@ ROUTES = {
 
 @pytest.fixture(scope="module")
 async def feeds() -> AsyncIterator[str]:
-    app = web.Application()
-    for path, handler in ROUTES.items():
-        app.router.add_get(path, handler)
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-    await runner.cleanup()
+    async with serve_routes(ROUTES) as base:
+        yield base
 
 
 async def scrape(driver: BrowserDriver, url: str, **params: Any) -> dict[str, Any]:

@@ -169,17 +169,26 @@ def _async(make: Any) -> Any:
     return handler
 
 
-@pytest.fixture(scope="module")
-async def pages() -> AsyncIterator[str]:
+@contextlib.asynccontextmanager
+async def serve_routes(routes: dict[str, Any]) -> AsyncIterator[str]:
+    """An aiohttp server on 127.0.0.1 (a free port) answering GET on `routes`; its base URL."""
     app = web.Application()
-    for path, handler in ROUTES.items():
+    for path, handler in routes.items():
         app.router.add_get(path, handler if asyncio.iscoroutinefunction(handler) else _async(handler))
     runner = web.AppRunner(app, shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-    await runner.cleanup()
+    try:
+        yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture(scope="module")
+async def pages() -> AsyncIterator[str]:
+    async with serve_routes(ROUTES) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
