@@ -10,7 +10,7 @@ import re
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import GotoParams, GotoResult, HistoryParams, HistoryResult, WaitUntil
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, clean_message, execution_error
-from sandbox_image.browser.tab import Tab
+from sandbox_image.browser.tab import NavigationMark, Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import check_url, redact
 
@@ -19,6 +19,9 @@ log = logging.getLogger("boxwright.agent.browser")
 _NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")
 # chrome://crash and friends abort the navigation a moment before the page's crash event arrives.
 CRASH_PROBE_S = 2.0
+# A failed navigation's error page commits a moment after the failure (Tab.error_page_since); the
+# failure waits this long for it at most (a failure without one, e.g. ERR_ABORTED, does not wait).
+ERROR_PAGE_S = 2.0
 
 
 def _timeout(tab: Tab, url: str, wait_until: str, budget: Budget) -> BoxwrightError:
@@ -29,7 +32,9 @@ def _timeout(tab: Tab, url: str, wait_until: str, budget: Budget) -> BoxwrightEr
     )
 
 
-async def navigation_failed(tab: Tab, url: str, exc: PlaywrightError) -> BoxwrightError:
+async def navigation_failed(
+    tab: Tab, url: str, exc: PlaywrightError, mark: NavigationMark, budget: Budget
+) -> BoxwrightError:
     """A navigation error, as NAVIGATION_FAILED (network), PAGE_CRASHED or EXECUTION_ERROR."""
     message = clean_message(exc)
     if "Download is starting" in message:
@@ -49,6 +54,8 @@ async def navigation_failed(tab: Tab, url: str, exc: PlaywrightError) -> Boxwrig
         with contextlib.suppress(PlaywrightError, TimeoutError):
             await tab.guard(asyncio.wait_for(tab.page.evaluate("1"), CRASH_PROBE_S), dialogs_ok=True)
         tab.check(dialogs_ok=True)
+    else:
+        await tab.error_page_since(mark, min(ERROR_PAGE_S, budget.seconds()))
     return BoxwrightError(
         ErrorCode.NAVIGATION_FAILED,
         f"could not load {redact(url)}: {match.group(1)}",
@@ -61,12 +68,13 @@ async def open_url(tab: Tab, url: str, wait_until: WaitUntil, budget: Budget) ->
     url = check_url(url)
     page = tab.check()
     log.debug("goto %s in %s/%s", redact(url), tab.session.id, tab.id)
+    mark = tab.mark()
     try:
         response = await tab.guard(page.goto(url, wait_until=wait_until, timeout=budget.ms()))
     except PlaywrightTimeoutError:
         raise _timeout(tab, url, wait_until, budget) from None
     except PlaywrightError as exc:
-        raise await navigation_failed(tab, url, exc) from None
+        raise await navigation_failed(tab, url, exc, mark, budget) from None
     return response.status if response is not None else None
 
 
@@ -84,7 +92,7 @@ async def _history(tab: Tab, params: HistoryParams, budget: Budget, *, forward: 
     except PlaywrightTimeoutError:
         raise _timeout(tab, tab.url, "load", budget) from None
     except PlaywrightError as exc:
-        raise await navigation_failed(tab, tab.url, exc) from None
+        raise await navigation_failed(tab, tab.url, exc, mark, budget) from None
     return HistoryResult(tabId=tab.id, url=tab.url, title=await tab.title(), navigated=tab.navigated_since(mark))
 
 

@@ -14,6 +14,7 @@ from rpc.models.browser import PageElement, PageInfoParams, PageInfoResult, Page
 from sandbox_image.browser.elements import Element, PageModel, capture
 from sandbox_image.browser.tab import Tab, cap
 from sandbox_image.browser.timeouts import Budget
+from sandbox_image.browser.urls import ERROR_PAGE
 
 FIELD_ROLES = frozenset({"textbox", "searchbox", "combobox", "checkbox", "radio", "spinbutton", "slider", "switch"})
 _ERROR_WORDS = re.compile(
@@ -70,7 +71,7 @@ def classify(s: Signals, model: PageModel) -> str:
     fields = sum(s.roles[r] for r in FIELD_ROLES)
     links = s.roles["link"]
     has_search = s.roles["searchbox"] > 0 or any(r.role == "search" for r in model.regions)
-    if (s.status or 0) >= 400 or s.url.startswith("chrome-error:"):
+    if (s.status or 0) >= 400 or s.url.startswith(ERROR_PAGE):
         return "error"
     if _ERROR_WORDS.search(f"{s.title} {s.headline}") and len(model.elements) < 15 and s.paragraph_chars < 1000:
         return "error"

@@ -25,6 +25,7 @@ from rpc.models.browser import ConsoleMessage, DialogInfo, FailedRequest
 from sandbox_image.browser.background import consume, quietly, spawn
 from sandbox_image.browser.errors import PlaywrightError, clean_message, is_closed
 from sandbox_image.browser.refs import RefRegistry
+from sandbox_image.browser.urls import ERROR_PAGE
 
 if TYPE_CHECKING:
     from playwright.async_api import ConsoleMessage as PlaywrightConsoleMessage
@@ -72,6 +73,7 @@ class NavigationMark:
 
     epoch: int
     navigation_requests: int
+    error_pages: int
 
 
 class Tab:
@@ -89,11 +91,13 @@ class Tab:
         self.inflight: dict[Request, float] = {}
         self.last_network_activity = time.monotonic()
         self.navigation_requests = 0
+        self.error_pages = 0  # Chromium error pages the main frame has shown (a failed navigation's)
         self.main_status: int | None = None  # HTTP status of the main document, when it came over HTTP
         self.dismiss_dialogs = False  # dismiss dialogs at once instead of waiting for browser.handle_dialog (scrape)
         self._title = ""
         self._broken = asyncio.Event()  # crashed or closed
         self._dialog_opened = asyncio.Event()
+        self._error_page = asyncio.Event()
         self._attach(page)
 
     # -- the page and its events -------------------------------------------------------------
@@ -117,6 +121,9 @@ class Tab:
         self.refs.advance()
         if frame is page.main_frame:
             self._title = ""
+            if frame.url.startswith(ERROR_PAGE):
+                self.error_pages += 1
+                self._error_page.set()
 
     def _on_dialog(self, page: Page, dialog: Dialog) -> None:
         if page is not self.page or self.dismiss_dialogs:
@@ -321,7 +328,19 @@ class Tab:
 
     # -- reading state -----------------------------------------------------------------------
     def mark(self) -> NavigationMark:
-        return NavigationMark(self.refs.epoch, self.navigation_requests)
+        return NavigationMark(self.refs.epoch, self.navigation_requests, self.error_pages)
+
+    async def error_page_since(self, mark: NavigationMark, timeout_s: float) -> None:
+        """Wait (at most timeout_s) until the main frame shows an error page it did not show at `mark`.
+
+        Chromium commits the error page of a failed navigation a moment after Playwright reports the
+        failure; the next call on the tab, landing in that moment, finds its script's context destroyed
+        or its own navigation interrupted."""
+        if self.error_pages != mark.error_pages:
+            return
+        self._error_page.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._error_page.wait(), timeout_s)
 
     def navigated_since(self, mark: NavigationMark) -> bool:
         return self.refs.epoch != mark.epoch or self.navigation_requests != mark.navigation_requests

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from rpc.errors import BoxwrightError, ErrorCode
 
+ERROR_PAGE = "chrome-error:"  # the URL of the page Chromium shows for a navigation that failed
 ALLOWED_SCHEMES = frozenset({"http", "https", "about", "data", "chrome"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", re.DOTALL)
 _SERVE_FILES_HINT = (

@@ -15,7 +15,7 @@ from rpc.models.scrape import BrowserScrapeParams, BrowserScrapeResult
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
-from sandbox_image.browser.urls import redact
+from sandbox_image.browser.urls import ERROR_PAGE, redact
 from sandbox_image.scrape import loading, reading
 
 _CONTENT_TYPE = "() => document.contentType || ''"
@@ -55,7 +55,7 @@ async def _read(tab: Tab, params: BrowserScrapeParams, budget: Budget) -> Browse
     frames_s = await reading.frames_budget(tab, params, budget.remaining()) if shown.is_html else None
     read = await reading.read_text(tab, params.format, params, is_html=shown.is_html, frames_s=frames_s)
     # Checked after the read: a failed navigation's error page may come in while the read starts.
-    if tab.url.startswith(loading.ERROR_PAGE):
+    if tab.url.startswith(ERROR_PAGE):
         raise BoxwrightError(
             ErrorCode.NAVIGATION_FAILED,
             f"tab {tab.id} shows the browser's error page: its last navigation failed, there is no page to read",

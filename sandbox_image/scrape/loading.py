@@ -18,7 +18,7 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.scrape import MAX_PAGE_BYTES, MAX_PDF_BYTES, SCREENSHOT_FORMATS
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, clean_message
 from sandbox_image.browser.tab import Tab
-from sandbox_image.browser.urls import redact
+from sandbox_image.browser.urls import ERROR_PAGE, redact
 from sandbox_image.scrape import feed, sitemap
 from sandbox_image.scrape.pdf import PDF_TYPE
 
@@ -44,7 +44,6 @@ UNREACHABLE_ERRORS = frozenset(
         "ERR_SOCKET_NOT_CONNECTED",
     }
 )
-ERROR_PAGE = "chrome-error:"  # the URL of the page Chromium shows for a navigation that failed
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 XML_TYPES = frozenset({"text/xml", "application/xml"})
 GZIP_TYPES = frozenset({"application/gzip", "application/x-gzip"})

@@ -214,3 +214,18 @@ async def test_browser_death_then_relaunch(browser: BrowserDriver, site: Site, s
     assert again["title"] == "Login" and again["tabId"] == "tab_1"
     after = our_browser_pids()
     assert len(after) == 1 and after != before  # a new browser process
+
+
+async def test_the_tab_is_usable_right_after_a_failed_goto(browser: BrowserDriver, site: Site, sid: str) -> None:
+    """Chromium commits its error page a moment after the failed navigation returns; the next call must
+    not land in that moment (it used to fail about half the time with 'Execution context was destroyed'
+    or 'interrupted by another navigation')."""
+    dead = f"http://127.0.0.1:{closed_port()}/"
+    for _ in range(8):
+        error = await browser.error("browser.goto", sessionId=sid, url=dead)
+        assert error.code is ErrorCode.NAVIGATION_FAILED
+        shown = await browser.call("browser.evaluate", sessionId=sid, expression="location.href")
+        assert shown["value"].startswith("chrome-error://")
+        await browser.error("browser.goto", sessionId=sid, url=dead)
+        ok = await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
+        assert ok["title"] == "Index"
