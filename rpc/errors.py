@@ -171,7 +171,8 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     ErrorCode.HOST_UNREACHABLE: "nothing answered at that address: check the host and port, that the server is up, "
     "and that the sandbox's network mode lets it through ('public' blocks private and host addresses, 'none' all)",
     ErrorCode.TLS_ERROR: "the site's HTTPS certificate or TLS setup was refused (expired, self-signed, wrong host): "
-    "use the site's correct https:// address, or http:// if the site serves it",
+    "use the site's correct https:// address, or http:// if the site serves it; if you trust the site (a dev server, "
+    "an intranet), skipTlsVerification: true opens it without checking its certificate",
     ErrorCode.UNSUPPORTED_CONTENT_TYPE: "the URL is not a web page: an image can be seen with format 'screenshot', "
     "a PDF is read as text with markdown, html or links; fetch any other file with code_run (curl, python)",
     ErrorCode.PAGE_TOO_LARGE: "the page is too large to read in one call: scrape a smaller page, or fetch it with "

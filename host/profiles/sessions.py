@@ -31,7 +31,7 @@ from host.sandboxes.models import Caller
 from rpc import methods
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError
-from rpc.models.browser import PageLook, SessionsParams
+from rpc.models.browser import ContextOptions, SessionsParams
 from rpc.models.profiles import StateLoadParams, StateLoadResult, StorageState
 
 log = logging.getLogger("boxwright.profiles")
@@ -67,10 +67,10 @@ class ProfileSessions:
         deadline: Deadline | None = None,
         authoritative: bool = False,
         track: bool = True,
-        look: PageLook | None = None,
+        options: ContextOptions | None = None,
     ) -> Opened:
-        """A new session in the sandbox, loaded from the profile's latest snapshot (made on first use); `look`:
-        its pages as a phone shows them, in a language (browser_sessions' mobile and locale)."""
+        """A new session in the sandbox, loaded from the profile's latest snapshot (made on first use); `options`:
+        how it opens pages (browser_sessions' mobile, locale, skipTlsVerification)."""
         profile_id = profile_id or self.settings.default_profile_id
         rec = self.manager.resolve(caller, sandbox_id)  # owner check before the profile is touched
         snapshot = await anyio.to_thread.run_sync(self.store.read, caller.owner, profile_id)
@@ -78,7 +78,7 @@ class ProfileSessions:
             sessionId=session_id,
             storageState=StorageState.model_validate(snapshot.state),
             profileId=profile_id,
-            **(look or PageLook()).model_dump(),
+            **(options or ContextOptions()).model_dump(),
         )
         _, result = await self.manager.call(
             caller, rec.id, methods.BROWSER_STATE_LOAD, params, deadline or Deadline.after(CALL_TIMEOUT_S)

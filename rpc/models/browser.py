@@ -254,8 +254,9 @@ class TabsResult(Result):
 Locale = Annotated[str, StringConstraints(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?$")]
 
 
-class PageLook(Params):
-    """The device and language pages are shown for: a scrape's context, or a browser session's."""
+class ContextOptions(Params):
+    """How a browser context opens pages — a scrape's, or a browser session's: the device and language they are
+    shown for, and whether a certificate the browser does not trust stops them. Fixed when the context is made."""
 
     mobile: bool = Field(
         False,
@@ -267,6 +268,20 @@ class PageLook(Params):
         description="The language to ask sites for, as a BCP 47 tag (e.g. 'de-DE', 'fr', 'ja-JP'): the browser "
         "sends it as Accept-Language and reports it as navigator.language and Intl's default. Default: en-US",
     )
+    skipTlsVerification: bool = Field(
+        False,
+        description="Open https:// pages whose certificate the browser does not trust (self-signed, expired, "
+        "issued for another host) instead of failing — for a dev server or an intranet site you trust. The "
+        "connection is still encrypted but no longer proves who is on the other end. Default: false",
+    )
+
+    def context_only(self) -> ContextOptions:
+        """These fields alone, out of a model that adds others (scrape's, a session's)."""
+        return ContextOptions.model_validate(self.model_dump(include=set(ContextOptions.model_fields)))
+
+    def changed(self) -> list[str]:
+        """The fields given something other than their default."""
+        return [name for name, field in ContextOptions.model_fields.items() if getattr(self, name) != field.default]
 
 
 class _SessionAction(Params):
@@ -274,8 +289,8 @@ class _SessionAction(Params):
     sessionId: str | None = Field(None, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
 
 
-class SessionsParams(PageLook, _SessionAction):
-    """mobile and locale: for action 'create' only (how the new session's pages are shown)."""
+class SessionsParams(ContextOptions, _SessionAction):
+    """mobile, locale and skipTlsVerification: for action 'create' only (how the new session opens pages)."""
 
 
 class SessionInfo(Result):
@@ -285,6 +300,7 @@ class SessionInfo(Result):
     profileId: str | None = Field(None, description="The login profile the session was opened from")
     mobile: bool = Field(False, description="Its pages are shown as a phone shows them")
     locale: str | None = Field(None, description="The language it asks sites for, when not the default")
+    skipTlsVerification: bool = Field(False, description="It opens https:// pages whose certificate is not trusted")
 
 
 class SessionsResult(Result):

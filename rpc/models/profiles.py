@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, ConfigDict, Field
 
 from rpc.models.base import Params, Result
-from rpc.models.browser import PageLook, SessionsResult
+from rpc.models.browser import ContextOptions, SessionsResult
 
 # Seed 004 §2.2.1 / §2.5.4: the pattern, and no separators or '..' on top of it (the pattern already
 # leaves out '/' and '\', the check says so explicitly so a widened pattern cannot let them in).
@@ -78,7 +78,7 @@ EMPTY_STATE: dict[str, Any] = {"cookies": [], "origins": []}
 
 
 # -- the agent's methods -------------------------------------------------------------------------
-class StateLoadParams(PageLook):
+class StateLoadParams(ContextOptions):
     sessionId: str | None = Field(
         None, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$", description="The new session's id; generated if omitted"
     )

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from rpc.models.base import Params, Result
-from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, MAX_FULL_PAGE_HEIGHT, PageLook, TabParams, TabResult
+from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, MAX_FULL_PAGE_HEIGHT, ContextOptions, TabParams, TabResult
 from rpc.models.profiles import DEFAULT_PROFILE_ID, ProfileId, StorageState
 from rpc.models.templates import HttpUrl
 
@@ -99,7 +99,7 @@ class ReadOptions(Params):
     )
 
 
-class ScrapeOptions(PageLook, ReadOptions, _Address):
+class ScrapeOptions(ContextOptions, ReadOptions, _Address):
     """What to fetch and how (fields in this order: url, format, the reading options, the look, then these)."""
 
     waitFor: int = Field(

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.browser import ContextOptions
 from sandbox_image.browser.background import quietly
 from sandbox_image.browser.errors import clean_message
 from sandbox_image.browser.launch import DRIVER_ENV, LAUNCH_ARGS, LAUNCH_TIMEOUT_MS, MOBILE_DEVICE, context_options
@@ -78,20 +79,20 @@ class Engine:
             raise
 
     async def new_context(
-        self, storage_state: dict[str, Any] | None, *, mobile: bool = False, locale: str | None = None
+        self, storage_state: dict[str, Any] | None, options: ContextOptions
     ) -> tuple[BrowserContext, Page | None]:
         """A new context for a session, launching the browser if need be; with its first page already
-        open when it is the spare (a plain session takes it; one with a login profile, a phone's viewport or
-        a language of its own closes it). `mobile`: as Playwright's MOBILE_DEVICE (scrape's `mobile`)."""
-        if storage_state is None and not mobile and locale is None:
+        open when it is the spare (a plain session takes it; one with a login profile or options of its own
+        — a phone, a language, certificates not checked — closes it)."""
+        if storage_state is None and not options.changed():
             taken = await self.spare.take()
             if taken is not None:
                 return taken
         else:
             self.spare.discard()
         browser = await self.browser()
-        device = self._playwright.devices[MOBILE_DEVICE] if mobile and self._playwright is not None else None
-        return await browser.new_context(**context_options(storage_state, device, locale)), None
+        device = self._playwright.devices[MOBILE_DEVICE] if options.mobile and self._playwright is not None else None
+        return await browser.new_context(**context_options(storage_state, options, device)), None
 
     async def _launch(self) -> Browser:
         started = time.monotonic()

@@ -12,7 +12,15 @@ from playwright._impl._errors import TimeoutError as PlaywrightTimeoutError
 
 from rpc.errors import BoxwrightError, ErrorCode
 
-__all__ = ["PlaywrightError", "PlaywrightTimeoutError", "blocking_reason", "clean_message", "execution_error"]
+__all__ = [
+    "NET_ERROR",
+    "PlaywrightError",
+    "PlaywrightTimeoutError",
+    "blocking_reason",
+    "clean_message",
+    "execution_error",
+    "net_error_to_code",
+]
 
 MAX_MESSAGE = 300
 _API_PREFIX = re.compile(r"^[A-Z][A-Za-z]*\.[a-z_][A-Za-z_]*: ")  # "Locator.click: "
@@ -48,3 +56,35 @@ def is_closed(exc: BaseException) -> bool:
 
 def execution_error(what: str, exc: BaseException, **details: object) -> BoxwrightError:
     return BoxwrightError(ErrorCode.EXECUTION_ERROR, f"{what} failed: {clean_message(exc)}", details=dict(details))
+
+
+# -- why a navigation failed: Chromium's net error, as our most specific code -------------------------
+NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")  # Chromium's name for why a request failed
+
+DNS_ERRORS = frozenset({"ERR_NAME_NOT_RESOLVED", "ERR_NAME_RESOLUTION_FAILED", "ERR_DNS_TIMED_OUT"})
+UNREACHABLE_ERRORS = frozenset(
+    {
+        "ERR_CONNECTION_REFUSED",
+        "ERR_CONNECTION_TIMED_OUT",
+        "ERR_CONNECTION_FAILED",
+        "ERR_CONNECTION_RESET",
+        "ERR_CONNECTION_CLOSED",
+        "ERR_ADDRESS_UNREACHABLE",
+        "ERR_ADDRESS_INVALID",
+        "ERR_NETWORK_ACCESS_DENIED",
+        "ERR_INTERNET_DISCONNECTED",
+        "ERR_TIMED_OUT",
+        "ERR_EMPTY_RESPONSE",
+        "ERR_SOCKET_NOT_CONNECTED",
+    }
+)
+
+
+def net_error_to_code(net_error: str) -> ErrorCode:
+    if net_error in DNS_ERRORS or net_error.startswith("ERR_DNS_"):
+        return ErrorCode.DNS_FAILURE
+    if net_error in UNREACHABLE_ERRORS:
+        return ErrorCode.HOST_UNREACHABLE
+    if net_error.startswith(("ERR_CERT_", "ERR_SSL_", "ERR_TLS_")) or "SSL" in net_error:
+        return ErrorCode.TLS_ERROR
+    return ErrorCode.NAVIGATION_FAILED

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from rpc.models.browser import ContextOptions
+
 if TYPE_CHECKING:
     from playwright.async_api import ViewportSize
 
@@ -88,13 +90,18 @@ DEFAULT_LOCALE = "en-US"
 
 
 def context_options(
-    storage_state: dict[str, Any] | None, device: Mapping[str, Any] | None = None, locale: str | None = None
+    storage_state: dict[str, Any] | None,
+    options: ContextOptions | None = None,
+    device: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Every session's context options; only a login profile's storageState (never logged) differs, and for
-    scrape's `mobile` a device descriptor (Playwright's `devices[MOBILE_DEVICE]`), and for its `locale` the
-    language (Accept-Language, navigator.language, Intl; DEFAULT_LOCALE otherwise)."""
-    options = {"accept_downloads": False, "viewport": VIEWPORT, "storage_state": storage_state}
+    """Every context's options: a login profile's storageState (never logged), and what a scrape or a session
+    asked for — a phone (`device`, Playwright's `devices[MOBILE_DEVICE]`), a language (DEFAULT_LOCALE
+    otherwise), certificates not checked."""
+    options = options or ContextOptions()
+    made = {"accept_downloads": False, "viewport": VIEWPORT, "storage_state": storage_state}
     if device is not None:
-        options.update({k: v for k, v in device.items() if k != "default_browser_type"}, device_scale_factor=1)
-    options["locale"] = locale or DEFAULT_LOCALE
-    return options
+        made.update({k: v for k, v in device.items() if k != "default_browser_type"}, device_scale_factor=1)
+    made["locale"] = options.locale or DEFAULT_LOCALE
+    if options.skipTlsVerification:
+        made["ignore_https_errors"] = True
+    return made

@@ -5,23 +5,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import GotoParams, GotoResult, HistoryParams, HistoryResult, WaitUntil
-from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, clean_message, execution_error
+from sandbox_image.browser.errors import (
+    NET_ERROR,
+    PlaywrightError,
+    PlaywrightTimeoutError,
+    clean_message,
+    execution_error,
+)
 from sandbox_image.browser.tab import NavigationMark, Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import check_url, redact
 
 log = logging.getLogger("boxwright.agent.browser")
 
-_NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")
 # chrome://crash and friends abort the navigation a moment before the page's crash event arrives.
 CRASH_PROBE_S = 2.0
 # A failed navigation's error page commits a moment after the failure (Tab.error_page_since); the
 # failure waits this long for it at most (a failure without one, e.g. ERR_ABORTED, does not wait).
 ERROR_PAGE_S = 2.0
+UNTRUSTED_HINT = (
+    "the site's certificate is not trusted (self-signed, expired, issued for another host): use its correct https:// "
+    "address; if you trust the site (a dev server, an intranet), open a session that does not check certificates: "
+    "browser_sessions create with skipTlsVerification: true, then pass its sessionId"
+)
 
 
 def _timeout(tab: Tab, url: str, wait_until: str, budget: Budget) -> BoxwrightError:
@@ -45,7 +54,7 @@ async def navigation_failed(
             "code_run (e.g. curl or python)",
             details={"tabId": tab.id},
         )
-    match = _NET_ERROR.search(message)
+    match = NET_ERROR.search(message)
     if match is None:
         return execution_error(f"navigation to {redact(url)}", exc, tabId=tab.id)
     if match.group(1) == "ERR_ABORTED" and tab.page is not None:
@@ -56,9 +65,11 @@ async def navigation_failed(
         tab.check(dialogs_ok=True)
     else:
         await tab.error_page_since(mark, min(ERROR_PAGE_S, budget.seconds()))
+    untrusted = match.group(1).startswith("ERR_CERT_")
     return BoxwrightError(
         ErrorCode.NAVIGATION_FAILED,
         f"could not load {redact(url)}: {match.group(1)}",
+        hint=UNTRUSTED_HINT if untrusted else None,
         details={"tabId": tab.id, "netError": match.group(1)},
     )
 

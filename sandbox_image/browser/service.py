@@ -143,8 +143,9 @@ class BrowserService:
                     tabCount=len(s.tabs),
                     isDefault=s.is_default,
                     profileId=s.profile_id,
-                    mobile=s.mobile,
-                    locale=s.locale,
+                    mobile=s.options.mobile,
+                    locale=s.options.locale,
+                    skipTlsVerification=s.options.skipTlsVerification,
                 )
                 for s in self.sessions.sessions.values()
             ],
@@ -155,12 +156,11 @@ class BrowserService:
 
     async def sessions_op(self, params: SessionsParams, _deadline: Deadline) -> SessionsResult:
         acted: str | None = None
-        if params.action != "create":  # how a session's pages are shown is set when it is made
-            for field, given in (("mobile", params.mobile), ("locale", params.locale is not None)):
-                if given:
-                    raise invalid_parameter(field, "only with action 'create'", hint=f"omit {field}, or use 'create'")
+        if params.action != "create":  # how a session opens pages is set when it is made
+            for field in params.changed():
+                raise invalid_parameter(field, "only with action 'create'", hint=f"omit {field}, or use 'create'")
         if params.action == "create":
-            acted = self.sessions.create(params.sessionId, mobile=params.mobile, locale=params.locale).id
+            acted = self.sessions.create(params.sessionId, options=params.context_only()).id
         elif params.action == "close":
             if not params.sessionId:
                 raise _required("sessionId", "close")

@@ -13,7 +13,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.models.browser import MAX_SESSIONS, MAX_TABS_PER_SESSION
+from rpc.models.browser import MAX_SESSIONS, MAX_TABS_PER_SESSION, ContextOptions
 from sandbox_image.browser.background import close_when_done, quietly, spawn
 from sandbox_image.browser.engine import Engine
 from sandbox_image.browser.tab import Tab
@@ -42,13 +42,12 @@ class Session:
         *,
         storage_state: dict[str, Any] | None = None,
         profile_id: str | None = None,
-        mobile: bool = False,
-        locale: str | None = None,
+        options: ContextOptions | None = None,
     ) -> None:
         self.id = session_id
         self.engine = engine
-        self.mobile = mobile  # a phone's viewport and user agent (scrape's `mobile`)
-        self.locale = locale  # the language the browser asks for and reports (scrape's `locale`)
+        # A phone's view, a language, certificates not checked (scrape's or browser_sessions' own).
+        self.options = options or ContextOptions()
         # A login profile's storageState, loaded into the context when it is made (never logged).
         self.storage_state = storage_state
         self.profile_id = profile_id
@@ -67,9 +66,7 @@ class Session:
 
     # -- context and pages -------------------------------------------------------------------
     async def _new_context(self) -> BrowserContext:
-        context, self._first_page = await self.engine.new_context(
-            self.storage_state, mobile=self.mobile, locale=self.locale
-        )
+        context, self._first_page = await self.engine.new_context(self.storage_state, self.options)
         if self.closed:
             await quietly(context.close())
             raise BoxwrightError(ErrorCode.SESSION_NOT_FOUND, f"session {self.id!r} was closed")
@@ -214,12 +211,11 @@ class SessionManager:
         *,
         storage_state: dict[str, Any] | None = None,
         profile_id: str | None = None,
-        mobile: bool = False,
-        locale: str | None = None,
+        options: ContextOptions | None = None,
     ) -> Session:
         """A new named session; at most MAX_SESSIONS open at once (the default one counts too). With a
-        storage_state (a login profile's snapshot), its context starts with those cookies and storage; `mobile`
-        and `locale` as for scrape (a phone's view, a language)."""
+        storage_state (a login profile's snapshot), its context starts with those cookies and storage; `options`
+        as for scrape (a phone's view, a language, certificates not checked)."""
         if session_id is not None and session_id in self.sessions:
             raise BoxwrightError(
                 ErrorCode.INVALID_PARAMETER,
@@ -238,9 +234,7 @@ class SessionManager:
             self._next_session += 1
             if candidate not in self.sessions:
                 session_id = candidate
-        session = Session(
-            session_id, self.engine, storage_state=storage_state, profile_id=profile_id, mobile=mobile, locale=locale
-        )
+        session = Session(session_id, self.engine, storage_state=storage_state, profile_id=profile_id, options=options)
         self.sessions[session_id] = session
         log.info("browser session %s created%s", session_id, " from a login profile" if storage_state else "")
         return session

@@ -21,7 +21,7 @@ from sandbox_image.browser.sessions import Session
 async def state_load(service: BrowserService, params: StateLoadParams, _deadline: Deadline) -> StateLoadResult:
     state = params.storageState.model_dump(mode="json")
     session = service.sessions.create(
-        params.sessionId, storage_state=state, profile_id=params.profileId, mobile=params.mobile, locale=params.locale
+        params.sessionId, storage_state=state, profile_id=params.profileId, options=params.context_only()
     )
     return StateLoadResult.model_validate(service.sessions_result(session.id).model_dump())
 

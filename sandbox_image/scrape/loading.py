@@ -16,7 +16,13 @@ from urllib.parse import urlsplit
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.scrape import MAX_PAGE_BYTES, MAX_PDF_BYTES, SCREENSHOT_FORMATS
-from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, clean_message
+from sandbox_image.browser.errors import (
+    NET_ERROR,
+    PlaywrightError,
+    PlaywrightTimeoutError,
+    clean_message,
+    net_error_to_code,
+)
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.urls import ERROR_PAGE, redact
 from sandbox_image.scrape import feed, sitemap
@@ -25,25 +31,6 @@ from sandbox_image.scrape.pdf import PDF_TYPE
 if TYPE_CHECKING:
     from playwright.async_api import APIResponse, Page, Request, Response
 
-_NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")
-
-DNS_ERRORS = frozenset({"ERR_NAME_NOT_RESOLVED", "ERR_NAME_RESOLUTION_FAILED", "ERR_DNS_TIMED_OUT"})
-UNREACHABLE_ERRORS = frozenset(
-    {
-        "ERR_CONNECTION_REFUSED",
-        "ERR_CONNECTION_TIMED_OUT",
-        "ERR_CONNECTION_FAILED",
-        "ERR_CONNECTION_RESET",
-        "ERR_CONNECTION_CLOSED",
-        "ERR_ADDRESS_UNREACHABLE",
-        "ERR_ADDRESS_INVALID",
-        "ERR_NETWORK_ACCESS_DENIED",
-        "ERR_INTERNET_DISCONNECTED",
-        "ERR_TIMED_OUT",
-        "ERR_EMPTY_RESPONSE",
-        "ERR_SOCKET_NOT_CONNECTED",
-    }
-)
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 XML_TYPES = frozenset({"text/xml", "application/xml"})
 GZIP_TYPES = frozenset({"application/gzip", "application/x-gzip"})
@@ -75,16 +62,6 @@ class Loaded:
 
 def media_type(header: str | None) -> str:
     return (header or "").split(";", 1)[0].strip().lower()
-
-
-def net_error_to_code(net_error: str) -> ErrorCode:
-    if net_error in DNS_ERRORS or net_error.startswith("ERR_DNS_"):
-        return ErrorCode.DNS_FAILURE
-    if net_error in UNREACHABLE_ERRORS:
-        return ErrorCode.HOST_UNREACHABLE
-    if net_error.startswith(("ERR_CERT_", "ERR_SSL_", "ERR_TLS_")) or "SSL" in net_error:
-        return ErrorCode.TLS_ERROR
-    return ErrorCode.NAVIGATION_FAILED
 
 
 def unsupported(url: str, content_type: str, fmt: str) -> BoxwrightError:
@@ -133,7 +110,7 @@ def failed(
     if "Download is starting" in message:  # a PDF, an archive: anything the browser downloads
         content_type = media_type(response.headers.get("content-type")) if response is not None else ""
         return unsupported(url, content_type, fmt)
-    match = _NET_ERROR.search(message)
+    match = NET_ERROR.search(message)
     net_error = match.group(1) if match else ""
     code = net_error_to_code(net_error) if net_error else ErrorCode.NAVIGATION_FAILED
     reason = {

@@ -91,8 +91,7 @@ class ScrapeService:
             f"scrape_{next(self._ids)}",
             self.browser.engine,
             storage_state=params.storageState,
-            mobile=params.mobile,
-            locale=params.locale,
+            options=params.context_only(),
         )
         progress = _Progress()
         try:

@@ -238,14 +238,37 @@ async def pages_that_fail(p: Scraper) -> None:
 
 
 async def self_signed_on_loopback_only(p: Scraper) -> None:
-    """A self-signed certificate is accepted on the sandbox's own loopback (a dev server's), nowhere else."""
+    """A self-signed certificate is accepted on the sandbox's own loopback (a dev server's), elsewhere only
+    when the caller says it trusts the site (skipTlsVerification)."""
     local = await p.s.ok("scrape", {"url": f"https://127.0.0.1:{TLS_PORT}/article", "sandboxId": p.sid})
     assert local["status"] == 200 and "# Foxes and dogs" in local["markdown"]
     p.calls += 1
     ran = await p.s.ok("code_run", {"sandboxId": p.sid, "language": "bash", "code": "hostname -I"})
     own = ran["stdout"].split()[0]  # the same server, at the sandbox's address on its network
     other = await p.error(f"https://{own}:{TLS_PORT}/article", "TLS_ERROR")
-    assert other["details"]["netError"].startswith("ERR_CERT_"), other
+    assert other["details"]["netError"].startswith("ERR_CERT_") and "skipTlsVerification" in other["recoverHint"]
+    # Unless the caller trusts the site: the page, and a PDF there (fetched again outside the page) too.
+    trusted = await p.s.ok("scrape", {"url": f"https://{own}:{TLS_PORT}/article", "sandboxId": p.sid,
+                                      "skipTlsVerification": True})  # fmt: skip
+    assert trusted["status"] == 200 and "# Foxes and dogs" in trusted["markdown"]
+    pdf = await p.s.ok("scrape", {"url": f"https://{own}:{TLS_PORT}/report.pdf", "sandboxId": p.sid,
+                                  "skipTlsVerification": True})  # fmt: skip
+    assert pdf["contentType"] == "application/pdf" and pdf["markdown"], pdf
+    p.calls += 2
+    # The browser tools: a session's choice, made when it is created (both sessions closed at the end).
+    page = f"https://{own}:{TLS_PORT}/article"
+    await p.s.ok("browser_sessions", {"sandboxId": p.sid, "action": "create", "sessionId": "plain"})
+    made = {"sandboxId": p.sid, "action": "create", "sessionId": "intranet", "skipTlsVerification": True}
+    listed = await p.s.ok("browser_sessions", made)
+    assert {x["sessionId"]: x["skipTlsVerification"] for x in listed["sessions"]} == {"plain": False, "intranet": True}
+    try:
+        refused = await p.s.error("browser_goto", {"sandboxId": p.sid, "sessionId": "plain", "url": page})
+        assert refused.code == "NAVIGATION_FAILED" and "skipTlsVerification" in refused.data["recoverHint"]
+        opened = await p.s.ok("browser_goto", {"sandboxId": p.sid, "sessionId": "intranet", "url": page})
+        assert opened["status"] == 200 and opened["title"], opened
+    finally:
+        for name in ("plain", "intranet"):
+            await p.s.ok("browser_sessions", {"sandboxId": p.sid, "action": "close", "sessionId": name})
 
 
 async def network_policy(p: Scraper, client: docker.DockerClient, namespace: str) -> None:

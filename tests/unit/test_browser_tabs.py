@@ -103,14 +103,14 @@ async def test_a_session_shown_as_a_phone_in_a_language(browser: BrowserDriver) 
     created = await browser.call("browser.sessions", action="create", sessionId="phone", mobile=True, locale="de-DE")
     try:
         assert {"sessionId": "phone", "tabCount": 0, "isDefault": False, "profileId": None, "mobile": True,
-                "locale": "de-DE"} in created["sessions"]  # fmt: skip
+                "locale": "de-DE", "skipTlsVerification": False} in created["sessions"]  # fmt: skip
         await browser.call("browser.goto", sessionId="phone", url="data:text/html,<p>phone</p>")
         phone = await browser.call("browser.evaluate", sessionId="phone", expression=seen)
         assert phone["value"] == [412, "de-DE", True, "1.234,5"]
         await browser.call("browser.goto", url="data:text/html,<p>desktop</p>")  # the default session is a desktop
         desktop = await browser.call("browser.evaluate", expression=seen)
         assert desktop["value"] == [1280, "en-US", False, "1,234.5"]
-        for field, value in (("mobile", True), ("locale", "fr")):  # set when a session is made, not after
+        for field, value in (("mobile", True), ("locale", "fr"), ("skipTlsVerification", True)):  # set when made
             late = await browser.error("browser.sessions", action="list", **{field: value})
             assert late.code is ErrorCode.INVALID_PARAMETER and late.details["errors"][0]["field"] == field
         bad = await browser.error("browser.sessions", action="create", sessionId="x", locale="german")

@@ -19,7 +19,7 @@ from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from rpc import methods
 from rpc.deadline import LADDER
 from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
-from rpc.models.browser import PageLook, SessionsParams, SessionsResult
+from rpc.models.browser import SessionsParams, SessionsResult
 from rpc.models.profiles import ProfileId, ProfileSummary
 
 if TYPE_CHECKING:
@@ -86,9 +86,13 @@ def tools(services: Services) -> list[ToolSpec[Any]]:
         if args.profileId is not None and args.action != "create":
             raise invalid_parameter("profileId", "only with action 'create'", hint="omit profileId, or use 'create'")
         if args.action == "create" and args.profileId is not None:
-            look = PageLook(mobile=args.mobile, locale=args.locale)
             opened = await profiles.open(
-                inv.caller, args.sandboxId, args.profileId, session_id=args.sessionId, deadline=deadline, look=look
+                inv.caller,
+                args.sandboxId,
+                args.profileId,
+                session_id=args.sessionId,
+                deadline=deadline,
+                options=args.context_only(),
             )
             version = opened.binding.base_version
             result = BrowserSessionsResult(
@@ -104,7 +108,7 @@ def tools(services: Services) -> list[ToolSpec[Any]]:
                 outcome = await profiles.close(binding, close_session=False)
                 published = outcome is not None and outcome.outcome != "stale"
         params = SessionsParams.model_validate(
-            args.model_dump(include={"action", "sessionId", "mobile", "locale"}, exclude_unset=True)
+            args.model_dump(include=set(SessionsParams.model_fields), exclude_unset=True)
         )
         rec, plain = await manager.call(inv.caller, rec.id, methods.BROWSER_SESSIONS, params, deadline)
         if args.action == "close" and args.sessionId:
