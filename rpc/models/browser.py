@@ -12,8 +12,9 @@ element is gone, it is refused with STALE_REF — it never resolves to a differe
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
 from rpc.models.base import Params, Result
 
@@ -254,6 +255,45 @@ class TabsResult(Result):
 Locale = Annotated[str, StringConstraints(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?$")]
 
 
+def origin_of(url: str) -> str:
+    """scheme://host[:port] as a browser compares origins: lower case, a default port left out."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        raise ValueError("not a URL") from None
+    scheme, host = parts.scheme.lower(), (parts.hostname or "")
+    if scheme not in ("http", "https") or not host:
+        raise ValueError("must be an http:// or https:// origin, e.g. https://staging.example.com")
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    default = 443 if scheme == "https" else 80
+    return f"{scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
+
+
+def _bare_origin(value: str) -> str:
+    if urlsplit(value.strip()).path not in ("", "/"):
+        raise ValueError("an origin has no path: scheme://host[:port]")
+    return origin_of(value)
+
+
+Origin = Annotated[str, Field(max_length=2048), AfterValidator(_bare_origin)]
+
+
+class HttpAuth(Params):
+    """HTTP authentication for one site — the server's Basic, Digest or NTLM challenge (a staging site behind a
+    password) answered with these, and only there: never sent to another origin, not even after a redirect.
+    The password is never logged, listed or returned."""
+
+    username: str = Field(max_length=256)
+    password: str = Field(max_length=1024, repr=False)
+    origin: Origin | None = Field(
+        None,
+        description="The one site the credentials are for, scheme://host[:port]. scrape: the url's own by default; "
+        "a browser session: required",
+    )
+
+
 class ContextOptions(Params):
     """How a browser context opens pages — a scrape's, or a browser session's: the device and language they are
     shown for, and whether a certificate the browser does not trust stops them. Fixed when the context is made."""
@@ -275,6 +315,12 @@ class ContextOptions(Params):
         "connection is still encrypted but no longer proves who is on the other end. Default: false",
     )
 
+    httpAuth: HttpAuth | None = Field(
+        None,
+        description="A username and password for a site behind HTTP authentication (Basic, Digest, NTLM), given only "
+        "when that site asks and only to it; never logged, listed or returned",
+    )
+
     def context_only(self) -> ContextOptions:
         """These fields alone, out of a model that adds others (scrape's, a session's)."""
         return ContextOptions.model_validate(self.model_dump(include=set(ContextOptions.model_fields)))
@@ -290,7 +336,14 @@ class _SessionAction(Params):
 
 
 class SessionsParams(ContextOptions, _SessionAction):
-    """mobile, locale and skipTlsVerification: for action 'create' only (how the new session opens pages)."""
+    """mobile, locale, skipTlsVerification and httpAuth: for action 'create' only (how the new session opens
+    pages)."""
+
+    @model_validator(mode="after")
+    def _auth_names_its_site(self) -> SessionsParams:
+        if self.httpAuth is not None and self.httpAuth.origin is None:
+            raise ValueError("httpAuth.origin is required for a session: the one site the credentials are for")
+        return self
 
 
 class SessionInfo(Result):
@@ -301,6 +354,7 @@ class SessionInfo(Result):
     mobile: bool = Field(False, description="Its pages are shown as a phone shows them")
     locale: str | None = Field(None, description="The language it asks sites for, when not the default")
     skipTlsVerification: bool = Field(False, description="It opens https:// pages whose certificate is not trusted")
+    httpAuthOrigin: str | None = Field(None, description="The site it has HTTP credentials for (never the credentials)")
 
 
 class SessionsResult(Result):

@@ -18,10 +18,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from rpc.models.base import Params, Result
-from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, MAX_FULL_PAGE_HEIGHT, ContextOptions, TabParams, TabResult
+from rpc.models.browser import (
+    MAX_BROWSER_TIMEOUT_MS,
+    MAX_FULL_PAGE_HEIGHT,
+    ContextOptions,
+    TabParams,
+    TabResult,
+    origin_of,
+)
 from rpc.models.profiles import DEFAULT_PROFILE_ID, ProfileId, StorageState
 from rpc.models.templates import HttpUrl
 
@@ -115,6 +122,12 @@ class ScrapeOptions(ContextOptions, ReadOptions, _Address):
         le=MAX_BROWSER_TIMEOUT_MS,
         description="Time to load and read the page, on top of waitFor",
     )
+
+    @model_validator(mode="after")
+    def _auth_for_the_page_by_default(self) -> ScrapeOptions:
+        if self.httpAuth is not None and self.httpAuth.origin is None:
+            self.httpAuth = self.httpAuth.model_copy(update={"origin": origin_of(self.url)})
+        return self
 
 
 class ScrapeRequest(ScrapeOptions):

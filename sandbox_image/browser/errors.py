@@ -80,6 +80,10 @@ UNREACHABLE_ERRORS = frozenset(
 )
 
 
+# The site asked for HTTP authentication (a 401 challenge) and had no answer, or refused the one it got.
+AUTH_ERROR = "ERR_INVALID_AUTH_CREDENTIALS"
+
+
 def net_error_to_code(net_error: str) -> ErrorCode:
     if net_error in DNS_ERRORS or net_error.startswith("ERR_DNS_"):
         return ErrorCode.DNS_FAILURE

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from rpc.errors import invalid_parameter
 from rpc.models.browser import ContextOptions
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def context_options(
 ) -> dict[str, Any]:
     """Every context's options: a login profile's storageState (never logged), and what a scrape or a session
     asked for — a phone (`device`, Playwright's `devices[MOBILE_DEVICE]`), a language (DEFAULT_LOCALE
-    otherwise), certificates not checked."""
+    otherwise), certificates not checked, a site's HTTP credentials (never logged either)."""
     options = options or ContextOptions()
     made = {"accept_downloads": False, "viewport": VIEWPORT, "storage_state": storage_state}
     if device is not None:
@@ -104,4 +105,9 @@ def context_options(
     made["locale"] = options.locale or DEFAULT_LOCALE
     if options.skipTlsVerification:
         made["ignore_https_errors"] = True
+    if options.httpAuth is not None:  # answered only when that origin asks (Playwright's default "unauthorized")
+        auth = options.httpAuth
+        if auth.origin is None:  # without one Playwright would answer any site that asks
+            raise invalid_parameter("httpAuth.origin", "required: the one site the credentials are for")
+        made["http_credentials"] = {"username": auth.username, "password": auth.password, "origin": auth.origin}
     return made

@@ -7,8 +7,9 @@ import contextlib
 import logging
 
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.models.browser import GotoParams, GotoResult, HistoryParams, HistoryResult, WaitUntil
+from rpc.models.browser import GotoParams, GotoResult, HistoryParams, HistoryResult, WaitUntil, origin_of
 from sandbox_image.browser.errors import (
+    AUTH_ERROR,
     NET_ERROR,
     PlaywrightError,
     PlaywrightTimeoutError,
@@ -26,6 +27,10 @@ CRASH_PROBE_S = 2.0
 # A failed navigation's error page commits a moment after the failure (Tab.error_page_since); the
 # failure waits this long for it at most (a failure without one, e.g. ERR_ABORTED, does not wait).
 ERROR_PAGE_S = 2.0
+AUTH_HINT = (
+    "the site asks for a username and password (HTTP authentication): open a session that has them — "
+    "browser_sessions create with httpAuth {{username, password, origin: '{origin}'}} — then pass its sessionId"
+)
 UNTRUSTED_HINT = (
     "the site's certificate is not trusted (self-signed, expired, issued for another host): use its correct https:// "
     "address; if you trust the site (a dev server, an intranet), open a session that does not check certificates: "
@@ -65,11 +70,13 @@ async def navigation_failed(
         tab.check(dialogs_ok=True)
     else:
         await tab.error_page_since(mark, min(ERROR_PAGE_S, budget.seconds()))
-    untrusted = match.group(1).startswith("ERR_CERT_")
+    hint = UNTRUSTED_HINT if match.group(1).startswith("ERR_CERT_") else None
+    if match.group(1) == AUTH_ERROR:
+        hint = AUTH_HINT.format(origin=origin_of(url))
     return BoxwrightError(
         ErrorCode.NAVIGATION_FAILED,
         f"could not load {redact(url)}: {match.group(1)}",
-        hint=UNTRUSTED_HINT if untrusted else None,
+        hint=hint,
         details={"tabId": tab.id, "netError": match.group(1)},
     )
 

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.scrape import MAX_PAGE_BYTES, MAX_PDF_BYTES, SCREENSHOT_FORMATS
 from sandbox_image.browser.errors import (
+    AUTH_ERROR,
     NET_ERROR,
     PlaywrightError,
     PlaywrightTimeoutError,
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 XML_TYPES = frozenset({"text/xml", "application/xml"})
+AUTH_HINT = (
+    "pass httpAuth {username, password}: given to that site only, when it asks (a wrong password comes back as "
+    "the site's 401 page)"
+)
 GZIP_TYPES = frozenset({"application/gzip", "application/x-gzip"})
 # Which reader (service.READERS) reads a file as text instead of the page the browser made of it.
 FileReader = Literal["pdf", "feed", "sitemap"]
@@ -118,11 +123,16 @@ def failed(
         ErrorCode.HOST_UNREACHABLE: "nothing answered there",
         ErrorCode.TLS_ERROR: "its TLS connection was refused",
     }.get(code, "the browser could not load it")
+    hint = None
+    if net_error == AUTH_ERROR:
+        reason, hint = "the site asks for a username and password (HTTP authentication)", AUTH_HINT
     details: dict[str, str] = {"url": redact(url)}
     if net_error:
         details["netError"] = net_error
     if sent_from is None:
-        return BoxwrightError(code, f"could not load {redact(url)}: {reason} ({net_error or message})", details=details)
+        return BoxwrightError(
+            code, f"could not load {redact(url)}: {reason} ({net_error or message})", hint=hint, details=details
+        )
     details["sentFrom"] = redact(sent_from)
     return BoxwrightError(
         code,

@@ -10,6 +10,7 @@ own on the sandbox network's gateway (see test_network.py). The phases run in or
 from __future__ import annotations
 
 import base64
+import json
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -271,6 +272,29 @@ async def self_signed_on_loopback_only(p: Scraper) -> None:
             await p.s.ok("browser_sessions", {"sandboxId": p.sid, "action": "close", "sessionId": name})
 
 
+async def behind_http_auth(p: Scraper) -> None:
+    """A staging site behind HTTP Basic authentication: its 401 without credentials or with wrong ones, the page
+    with them (and they appear nowhere in the answers)."""
+    auth = {"username": "ada", "password": "staging-pw-31"}
+    locked = await p.ok("/staging", format="links")
+    wrong = await p.ok("/staging", format="links", httpAuth={**auth, "password": "nope"})
+    assert locked["status"] == wrong["status"] == 401 and locked["links"] == wrong["links"] == []
+    opened = await p.ok("/staging", httpAuth=auth)
+    assert opened["status"] == 200 and "# Foxes and dogs" in opened["markdown"]
+    # A browser session: its credentials name their site; listed by that site only.
+    unnamed = await p.s.error("browser_sessions", {"sandboxId": p.sid, "action": "create", "httpAuth": auth})
+    assert unnamed.code == "INVALID_PARAMETER" and "origin" in unnamed.data["error"], unnamed.data
+    made = {"sandboxId": p.sid, "action": "create", "sessionId": "staging", "httpAuth": {**auth, "origin": BASE}}
+    listed = await p.s.ok("browser_sessions", made)
+    try:
+        assert [x["httpAuthOrigin"] for x in listed["sessions"] if x["sessionId"] == "staging"] == [BASE]
+        went = await p.s.ok("browser_goto", {"sandboxId": p.sid, "sessionId": "staging", "url": f"{BASE}/staging"})
+        assert went["status"] == 200 and went["title"], went
+    finally:
+        await p.s.ok("browser_sessions", {"sandboxId": p.sid, "action": "close", "sessionId": "staging"})
+    assert auth["password"] not in json.dumps([locked, wrong, opened, unnamed.data, listed])
+
+
 async def network_policy(p: Scraper, client: docker.DockerClient, namespace: str) -> None:
     """The scrape goes through the sandbox's browser: public mode keeps the host out of reach."""
     decoy = Decoy(gateway_of(client, namespace))
@@ -341,6 +365,9 @@ async def test_scrape(
             await waits_and_fallback(p)
             await pages_that_fail(p)
             await self_signed_on_loopback_only(p)
+            await behind_http_auth(p)
+            [box] = docker_client.containers.list(filters={"label": f"{labels.SANDBOX}={sid}"})
+            assert b"staging-pw-31" not in box.logs()  # the agent's log (the site's own, too) never has it
             await network_policy(p, docker_client, namespace)
             assert p.calls >= 20
             assert await p.open_in_browser() == baseline  # no session, context or tab left behind
@@ -353,4 +380,4 @@ async def test_scrape(
             await job_sandboxes_leave_nothing(alice, docker_client, namespace)
         finally:
             await alice.call("sandbox_destroy", {"sandboxId": sid})
-    assert "Traceback" not in http_server.log()
+    assert "Traceback" not in http_server.log() and "staging-pw-31" not in http_server.log()

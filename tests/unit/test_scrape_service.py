@@ -587,3 +587,67 @@ def test_every_load_failure_has_its_code(message: str, code: str) -> None:
     err = failed("https://user:secret@example.org/x", message, "markdown", None)
     assert err.code.value == code and err.hint
     assert "secret" not in err.message and "secret" not in str(err.details)
+
+
+async def test_http_auth_is_given_to_its_site_only(scraper: BrowserDriver, caplog: pytest.LogCaptureFixture) -> None:
+    """httpAuth answers the site's own challenge — the page, and a PDF fetched again — and no other origin's,
+    not even after a redirect there (127.0.0.1 and localhost on one port are two origins); the password
+    appears in no result and no log line."""
+    password = "s3cret-pw-77"
+    expected = "Basic " + base64.b64encode(f"ada:{password}".encode()).decode()
+    seen: list[tuple[str, str | None]] = []
+
+    def locked(request: web.Request) -> web.Response | None:
+        seen.append((request.host.split(":")[0], request.headers.get("Authorization")))
+        if request.headers.get("Authorization") == expected:
+            return None
+        return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="staging"'},
+                            text="<title>Locked</title><h1>Locked out</h1>", content_type="text/html")  # fmt: skip
+
+    async def private(request: web.Request) -> web.Response:
+        staging = ARTICLE.replace("Foxes and dogs", "Staging notes")
+        return locked(request) or web.Response(text=staging, content_type="text/html")
+
+    async def private_pdf(request: web.Request) -> web.Response:
+        return locked(request) or web.Response(body=REPORT_PDF, content_type="application/pdf")
+
+    async def elsewhere(request: web.Request) -> web.Response:
+        raise web.HTTPFound(f"http://localhost:{request.url.port}/private")
+
+    caplog.set_level("DEBUG")
+    async with serve_routes({"/private": private, "/private.pdf": private_pdf, "/elsewhere": elsewhere}) as base:
+        auth = {"username": "ada", "password": password}
+        shut = await scraper.error("scrape.page", url=f"{base}/private")  # Chromium gives up on the challenge
+        assert shut.code.value == "NAVIGATION_FAILED" and "username and password" in shut.message
+        assert "httpAuth" in (shut.hint or "") and shut.details["netError"] == "ERR_INVALID_AUTH_CREDENTIALS"
+        opened = await scrape(scraper, f"{base}/private", httpAuth=auth)
+        assert opened["status"] == 200 and "# Staging notes" in opened["markdown"]
+        pdf = await scrape(scraper, f"{base}/private.pdf", httpAuth=auth)
+        assert pdf["contentType"] == "application/pdf" and "Foxes run fast." in pdf["markdown"]
+        wrong = await scrape(scraper, f"{base}/private", httpAuth={**auth, "password": "nope"})
+        assert wrong["status"] == 401 and "Locked out" in wrong["markdown"]  # the site's own answer
+        seen.clear()
+        moved = await scraper.error("scrape.page", url=f"{base}/elsewhere", httpAuth=auth)  # for 127.0.0.1 only
+        assert moved.details["netError"] == "ERR_INVALID_AUTH_CREDENTIALS"
+        assert ("localhost", None) in seen and all(given is None for host, given in seen if host == "localhost"), seen
+        # A session of the browser tools: the site is named, and listed — never the credentials.
+        listed = await scraper.call("browser.sessions", action="create", sessionId="staging",
+                                    httpAuth={**auth, "origin": base + "/"})  # fmt: skip
+        try:
+            [info] = [s for s in listed["sessions"] if s["sessionId"] == "staging"]
+            assert info["httpAuthOrigin"] == base and password not in str(listed)
+            went = await scraper.call("browser.goto", sessionId="staging", url=f"{base}/private")
+            assert went["status"] == 200 and went["title"] == "Fox news"
+            plain = await scraper.error("browser.goto", url=f"{base}/private")  # the default session has none
+            assert plain.code.value == "NAVIGATION_FAILED" and f"origin: '{base}'" in (plain.hint or ""), plain.hint
+        finally:
+            await scraper.call("browser.sessions", action="close", sessionId="staging")
+        assert password not in str([opened, pdf, wrong, moved.message, moved.details]) and password not in caplog.text
+    for bad, field in (({**auth, "origin": "https://a.example/path"}, "httpAuth.origin"),
+                       ({**auth, "origin": "ftp://a.example"}, "httpAuth.origin"),
+                       ({"username": "ada"}, "httpAuth.password")):  # fmt: skip
+        err = await scraper.error("scrape.page", url="http://127.0.0.1:9/", httpAuth=bad)
+        assert err.code.value == "INVALID_PARAMETER" and [e["field"] for e in err.details["errors"]] == [field]
+    unnamed = await scraper.error("browser.sessions", action="create", httpAuth=auth)
+    assert unnamed.code.value == "INVALID_PARAMETER" and "origin" in unnamed.message
+    assert password not in unnamed.message + str(unnamed.details)

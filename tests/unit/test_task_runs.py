@@ -355,6 +355,8 @@ async def test_trust_level_and_existing_sessions(agent: BrowserDriver, site: Tas
             "profileId": None,
             "mobile": False,
             "locale": None,
+            "skipTlsVerification": False,
+            "httpAuthOrigin": None,
         } in sessions
         listed = (await agent.call("task.list", status="succeeded"))["runs"]
         assert run_id in [r["runId"] for r in listed]

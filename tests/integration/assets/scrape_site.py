@@ -6,11 +6,13 @@ load · /late fetches /slow-data (0.7 s) after load and shows it · /nav-only no
 /never never answers (60 s) · /to-https sends itself to https (this server speaks http only), as some
 sites do · /to-article sends itself on to /article · /lazy two noise images far down the page, one
 with loading=lazy, one behind a lazy loader's IntersectionObserver · /seen which of them were asked
-for · /stuck a page whose timers never fire. /framed /article in a frame from
+for · /stuck a page whose timers never fire. /staging /article behind HTTP Basic authentication
+(ada / PASSWORD below). /framed /article in a frame from
 the other origin (localhost for 127.0.0.1). `python3 scrape_site.py PORT TLS_PORT` also serves them
 over https on TLS_PORT, on every address, with the self-signed certificate in cert.pem / key.pem.
 """
 
+import base64
 import random
 import struct
 import sys
@@ -169,6 +171,10 @@ FRAMED = """<!doctype html><html><head><title>Framed</title></head><body><h1>Fra
 REPORT_PDF = make_pdf("Fox report", ["Foxes run fast.", "Dogs sleep late."], "https://example.org/fox")
 
 
+STAGING_PASSWORD = "staging-pw-31"
+STAGING_AUTH = "Basic " + base64.b64encode(f"ada:{STAGING_PASSWORD}".encode()).decode()
+
+
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *_args: object) -> None:
         pass
@@ -183,6 +189,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
+        if path == "/staging":
+            if self.headers.get("Authorization") != STAGING_AUTH:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="staging"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return None
+            return self.send(ARTICLE)
         if path == "/never":
             time.sleep(60)
         if path == "/slow-data":
