@@ -57,13 +57,13 @@ INPUT_TIMEOUT_S = 5.0
 NAVIGATION_TIMEOUT_MS = 30_000
 MAX_INPUT_MESSAGE = 64 * 1024
 INPUT_QUEUE = 256
-SCREENCAST = {
-    "format": "jpeg",
-    "quality": 70,
-    "maxWidth": VIEWPORT["width"],
-    "maxHeight": VIEWPORT["height"],
-    "everyNthFrame": 1,
-}
+SCREENCAST = {"format": "jpeg", "quality": 70, "everyNthFrame": 1}
+
+
+def screencast_of(page: Page) -> dict[str, Any]:
+    """The screencast at the page's own size: a phone session's 412×839 is not squeezed into 1280×720."""
+    size = page.viewport_size or VIEWPORT
+    return {**SCREENCAST, "maxWidth": size["width"], "maxHeight": size["height"]}
 
 
 class LiveStream:
@@ -124,7 +124,7 @@ class LiveStream:
         self._tab, self._page, self._cdp = tab, page, cdp
         cdp.on("Page.screencastFrame", lambda params: self._on_frame(cdp, tab.id, params))
         try:
-            await cdp.send("Page.startScreencast", SCREENCAST)
+            await cdp.send("Page.startScreencast", screencast_of(page))
         except PlaywrightError as exc:
             log.info("screencast of %s/%s failed to start: %s", self.session.id, tab.id, clean_message(exc))
             await self._detach()

@@ -162,6 +162,38 @@ async def test_a_person_sees_the_session_and_drives_it(services: Services, site:
         assert not services.live.views.watched(box)
 
 
+PHONE_PAGE = (
+    "data:text/html,<meta name=viewport content='width=device-width'><body style='margin:0'>"
+    "<button style='position:fixed;left:0;top:0;width:100vw;height:50vh;background:red;border:0'"
+    " onclick=\"document.title='top'\"></button>"
+    "<button style='position:fixed;left:0;bottom:0;width:100vw;height:50vh;border:0'"
+    " onclick=\"document.title='bottom'\"></button>"
+)
+
+
+async def test_a_phone_session_is_shown_at_its_own_size(services: Services, viewer: Browser) -> None:
+    """A mobile session (412×839) streams at its own size, not squeezed into the desktop's 1280×720, and a
+    click on the canvas lands where the person sees it."""
+    async with serving(services) as mcp:
+        await mcp.ok("sandbox_create")
+        sid = (await mcp.ok("browser_sessions", {"action": "create", "mobile": True}))["sessionId"]
+        await mcp.ok("browser_goto", {"sessionId": sid, "url": PHONE_PAGE})
+        link = await mcp.ok("browser_live_view", {"sessionId": sid})
+        page = await open_view(viewer, link["url"])
+        await until(page, "window.liveView.frames > 0")
+        size = await page.evaluate(
+            "(() => { const c = document.getElementById('screen');"
+            " return [c.width, c.height, ...window.liveView.frameSize]; })()"
+        )
+        assert size == [412, 839, 412, 839], size  # the canvas, and the frame's own pixels
+        box = await page.locator("#screen").bounding_box()
+        assert box is not None
+        for y, title in ((0.85, "bottom"), (0.15, "top")):
+            await page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] * y)
+            await until(page, f"window.liveView.status.title === '{title}'")
+        await page.close()
+
+
 async def test_a_link_for_a_missing_session_or_another_owners_sandbox_is_refused(services: Services) -> None:
     async with serving(services) as mcp:
         await mcp.ok("sandbox_create")

@@ -48,6 +48,7 @@
       }
       ctx.drawImage(img, 0, 0, canvas.width, canvas.height);
       state.frames += 1;
+      state.frameSize = [img.naturalWidth, img.naturalHeight]; // the picture's own pixels, for a look from outside
       state.lastFrameAt = performance.now();
     };
     img.src = "data:image/jpeg;base64," + m.data;
