@@ -8,17 +8,21 @@ tab's lock like every tab operation (BrowserService.perform), so no other call a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.models.scrape import BrowserScrapeParams, BrowserScrapeResult
+from rpc.models.scrape import MAX_PAGE_BYTES, BrowserScrapeParams, BrowserScrapeResult
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import ERROR_PAGE, redact
-from sandbox_image.scrape import loading, reading
+from sandbox_image.scrape import feed, loading, reading, sitemap
+from sandbox_image.scrape.readers import READERS
 
 _CONTENT_TYPE = "() => document.contentType || ''"
+# The start of what a text document shows: Chromium shows a feed served as application/rss+xml as text.
+_TEXT_HEAD = "() => (document.body ? document.body.innerText : '').slice(0, 4096)"
 
 
 async def scrape_tab(tab: Tab, params: BrowserScrapeParams, budget: Budget) -> BrowserScrapeResult:
@@ -49,6 +53,10 @@ async def scrape_tab(tab: Tab, params: BrowserScrapeParams, budget: Budget) -> B
 async def _read(tab: Tab, params: BrowserScrapeParams, budget: Budget) -> BrowserScrapeResult:
     page = tab.check()
     shown = loading.Loaded(None, loading.media_type(await tab.guard(page.evaluate(_CONTENT_TYPE))), None)
+    if not shown.is_html and await _shows_xml(tab, shown.content_type):
+        read_as_file = await _read_file(tab, params, budget, shown.content_type)
+        if read_as_file is not None:
+            return read_as_file
     if not (shown.is_html or shown.is_text):
         raise loading.unsupported(tab.url, shown.content_type, params.format)
     await reading.check_size(tab)
@@ -71,4 +79,40 @@ async def _read(tab: Tab, params: BrowserScrapeParams, budget: Budget) -> Browse
         metadata=read.metadata,
         elapsedMs=budget.elapsed_ms(),
         **read.fields,
+    )
+
+
+async def _shows_xml(tab: Tab, content_type: str) -> bool:
+    """Whether the tab shows an XML document (in Chromium's XML viewer, or as text) that may be a feed or a
+    sitemap."""
+    if content_type in loading.XML_TYPES | feed.FEED_TYPES:
+        return True
+    if content_type != "text/plain":
+        return False
+    head = str(await tab.guard(tab.check().evaluate(_TEXT_HEAD)) or "").encode()
+    return feed.opens_as_feed(head) or sitemap.opens_as_sitemap(head)
+
+
+async def _read_file(tab: Tab, params: BrowserScrapeParams, budget: Budget, shown: str) -> BrowserScrapeResult | None:
+    """A feed or a sitemap the tab shows, read as scrape reads one: its entries or the pages it lists. The DOM
+    holds Chromium's rendering of it, not the file (nor its declared encoding), so the file is fetched again
+    with the session's cookies; None when it turns out to be neither (then it is read as the tab shows it)."""
+    response, body = await loading.fetch_again(
+        tab, tab.url, params.format, budget.remaining() * 1000, MAX_PAGE_BYTES, "XML document"
+    )
+    declared = loading.media_type(response.headers.get("content-type"))
+    reader = loading.xml_reader(declared, shown, body)
+    if reader is None:
+        return None
+    file = await READERS[reader](body, response.url, declared or shown, budget.remaining())
+    fields = await asyncio.to_thread(file.fields, params.format, params.offset, params.maxChars)
+    return BrowserScrapeResult(
+        tabId=tab.id,
+        url=tab.url,
+        title=file.title or await tab.title(),
+        format=params.format,
+        contentType=file.content_type,
+        metadata=file.metadata,
+        elapsedMs=budget.elapsed_ms(),
+        **fields,
     )

@@ -204,7 +204,9 @@ def is_gzip_download(message: str, response: Response) -> bool:
     return declared in GZIP_TYPES or (named and declared in ("", "application/octet-stream"))
 
 
-async def _fetch(tab: Tab, url: str, fmt: str, timeout_ms: float, limit: int, what: str) -> tuple[APIResponse, bytes]:
+async def fetch_again(
+    tab: Tab, url: str, fmt: str, timeout_ms: float, limit: int, what: str
+) -> tuple[APIResponse, bytes]:
     """The file the browser would have downloaded, fetched with the context's cookies: the same request again,
     from the sandbox (its network policy applies), within the time left to load; its response (disposed)
     and at most `limit` bytes of body (PAGE_TOO_LARGE past that)."""
@@ -230,7 +232,7 @@ async def _fetch(tab: Tab, url: str, fmt: str, timeout_ms: float, limit: int, wh
 
 
 async def _pdf(tab: Tab, url: str, fmt: str, timeout_ms: float) -> Loaded:
-    response, body = await _fetch(tab, url, fmt, timeout_ms, MAX_PDF_BYTES, "PDF")
+    response, body = await fetch_again(tab, url, fmt, timeout_ms, MAX_PDF_BYTES, "PDF")
     if b"%PDF-" not in body[:1024]:  # where the format puts its header: a file named .pdf that is not one
         raise unsupported(url, media_type(response.headers.get("content-type")), fmt)
     return Loaded(response.status, PDF_TYPE, response_html=None, file=body, reader="pdf", url=response.url)
@@ -239,7 +241,7 @@ async def _pdf(tab: Tab, url: str, fmt: str, timeout_ms: float) -> Loaded:
 async def _gzipped(tab: Tab, url: str, fmt: str, timeout_ms: float) -> Loaded:
     """A gzipped feed or sitemap, unpacked to at most MAX_PAGE_BYTES (a small file that unpacks to more — a
     gzip bomb — is PAGE_TOO_LARGE, found out without unpacking the rest)."""
-    response, packed = await _fetch(tab, url, fmt, timeout_ms, MAX_PAGE_BYTES, "gzip file")
+    response, packed = await fetch_again(tab, url, fmt, timeout_ms, MAX_PAGE_BYTES, "gzip file")
     declared = media_type(response.headers.get("content-type"))
     unpacker = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     try:

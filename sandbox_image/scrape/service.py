@@ -20,7 +20,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,7 +40,8 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import redact
 from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.scrape import current_tab, feed, loading, output, pdf, reading, sitemap, tags
+from sandbox_image.scrape import current_tab, loading, output, reading, tags
+from sandbox_image.scrape.readers import READERS
 
 log = logging.getLogger("boxwright.agent.scrape")
 
@@ -53,14 +54,6 @@ LAZY_SETTLE_MAX_S = 3.0
 # Kept back from loading and waiting for reading the page: this long, or this share of a small budget.
 READ_RESERVE_S = 8.0
 READ_RESERVE_SHARE = 0.3
-
-
-# The files read as text rather than rendered (loading.Loaded.reader), each by its module.
-READERS: dict[loading.FileReader, Callable[[bytes, str, str, float], Awaitable[output.FileText]]] = {
-    "pdf": pdf.read_file,
-    "feed": feed.read_file,
-    "sitemap": sitemap.read_file,
-}
 
 
 def _read_reserve(params: ScrapePageParams) -> float:

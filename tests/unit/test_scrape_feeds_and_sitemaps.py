@@ -188,3 +188,22 @@ async def test_gzipped_sitemaps_and_feeds(scraper: BrowserDriver, feeds: str) ->
     assert bomb.code.value == "PAGE_TOO_LARGE" and bomb.details["measured"] == "unpacked gzip file"
     notes = await scraper.error("scrape.page", url=f"{feeds}/notes.txt.gz")
     assert notes.code.value == "UNSUPPORTED_CONTENT_TYPE" and notes.details["contentType"] == "application/gzip"
+
+
+async def test_a_feed_or_sitemap_in_a_tab_reads_as_scrape_reads_it(
+    scraper: BrowserDriver,  # noqa: F811
+    feeds: str,
+    sid: str,
+) -> None:
+    """browser.scrape of a tab showing a feed or a sitemap (Chromium's XML viewer, or a feed type shown as text)
+    answers what scrape answers for the same address, not the viewer's rendering or the raw XML."""
+    for path in ("/rss", "/rss.xml", "/atom", "/sitemap.xml", "/sitemap_index.xml"):
+        await scraper.call("browser.goto", sessionId=sid, url=f"{feeds}{path}")
+        for fmt in ("markdown", "links"):
+            tab = await scraper.call("browser.scrape", sessionId=sid, format=fmt)
+            fresh = await scrape(scraper, f"{feeds}{path}", format=fmt)
+            assert tab[fmt] == fresh[fmt] and tab["title"] == fresh["title"], (path, fmt, tab)
+            assert tab["contentType"] == fresh["contentType"] and tab["url"] == f"{feeds}{path}"
+    await scraper.call("browser.goto", sessionId=sid, url=f"{feeds}/catalog.xml")  # XML, neither: as before
+    other = await scraper.error("browser.scrape", sessionId=sid)
+    assert other.code.value == "UNSUPPORTED_CONTENT_TYPE"
