@@ -343,6 +343,11 @@ async def the_tab(s: Session, sid: str) -> None:
     for args, field in (({"includeTags": ["div["]}, "includeTags"), ({"format": "screenshot"}, "format")):
         err = await s.error("browser_scrape", {"sandboxId": sid, **args})
         assert err.code == "INVALID_PARAMETER" and err.data["details"]["errors"][0]["field"] == field, err.data
+    for path, fmt in (("/sitemap.xml", "links"), ("/feed.xml", "markdown")):  # read as scrape reads them
+        await s.ok("browser_goto", {"sandboxId": sid, "url": f"{BASE}{path}"})
+        shown = await s.ok("browser_scrape", {"sandboxId": sid, "format": fmt})
+        fresh = await s.ok("scrape", {"sandboxId": sid, "url": f"{BASE}{path}", "format": fmt})
+        assert shown[fmt] == fresh[fmt] and shown[fmt], (path, shown)
     await s.ok("browser_goto", {"sandboxId": sid, "url": f"{BASE}/noise.png"})
     picture = await s.error("browser_scrape", {"sandboxId": sid})
     assert picture.code == "UNSUPPORTED_CONTENT_TYPE", picture.data
