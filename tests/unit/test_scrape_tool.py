@@ -47,6 +47,9 @@ async def page_url() -> AsyncIterator[str]:
         who = "Member area" if request.cookies.get("member") == SECRET else "Please log in"
         return web.Response(text=f"<title>Members</title><h1>{who}</h1>", content_type="text/html")
 
+    async def signed_in_only(_request: web.Request) -> web.Response:
+        return web.Response(status=401, text="<title>Sign in</title><h1>Sign in first</h1>", content_type="text/html")
+
     async def held(request: web.Request) -> web.Response:
         ARRIVED.set()
         await RELEASE.wait()
@@ -57,6 +60,7 @@ async def page_url() -> AsyncIterator[str]:
     app.router.add_get("/held", held)
     app.router.add_get("/set", set_cookie)
     app.router.add_get("/members", members)
+    app.router.add_get("/signed-in-only", signed_in_only)
     app.router.add_get("/file.pdf", pdf)
     runner = web.AppRunner(app, shutdown_timeout=0.5)
     await runner.setup()
@@ -145,6 +149,10 @@ async def test_scrape_in_a_throw_away_sandbox(services: Services, fake: FakeBack
         assert not shot.is_error and "screenshot" not in shot.structured_content
         png = next(block for block in shot.content if block.type == "image")
         assert base64.b64decode(png.data)[:8] == b"\x89PNG\r\n\x1a\n"
+
+        locked = await mcp.client.call_tool("scrape", {"url": page_url + "signed-in-only"})
+        line = locked.content[0].text.split("\n", 1)[0]  # type: ignore[union-attr]
+        assert not locked.is_error and "[401]" in line and "httpAuth" in line and "profileId" in line, line
 
         failed = await mcp.error("scrape", {"url": page_url + "file.pdf"})
         assert failed.code == "UNSUPPORTED_CONTENT_TYPE" and "sandboxId" not in failed.data["details"]

@@ -67,13 +67,20 @@ def read_summary(fmt: str, r: PageText) -> str:
     return f"{what}{frames}{cut}"
 
 
+# A 401 page is returned like any HTTP error, but what it wants is not in it: say what gets past it.
+SIGN_IN_NOTE = (
+    " — the site wants a sign-in: httpAuth {username, password} answers an HTTP password prompt, "
+    "a profileId holding its login a sign-in page"
+)
+
+
 def _summary(r: ScrapePageResult) -> str:
     status = f" [{r.status}]" if r.status else ""
     if r.format in SCREENSHOT_FORMATS:
         what = f"{r.width}x{r.height} PNG" + (" (truncated)" if r.truncated else "")
     else:
         what = read_summary(r.format, r)
-    return f"scrape ok: {r.url}{status} ({r.title}): {what}"
+    return f"scrape ok: {r.url}{status} ({r.title}): {what}" + (SIGN_IN_NOTE if r.status == 401 else "")
 
 
 def _present(r: ScrapePageResult, sandbox_id: str | None) -> ToolOutput:
