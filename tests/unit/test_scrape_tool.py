@@ -193,3 +193,12 @@ async def test_in_a_given_sandbox_and_not_in_anothers(services: Services, fake: 
         theirs = await bob.error("scrape", {"url": page_url, "sandboxId": sid, "profileId": "work"})
         assert theirs.code == "SANDBOX_NOT_FOUND"
     assert not (services.settings.profiles_root / "bob").exists()  # refused before a profile was read
+
+
+async def test_a_sign_in_page_says_what_gets_past_it(services: Services, page_url: str) -> None:
+    async with serving(services) as mcp:
+        await mcp.ok("sandbox_create")
+        goto = await mcp.call("browser_goto", {"url": page_url + "signed-in-only"})
+        assert "[401]" in goto.summary and "httpAuth" in goto.summary, goto.summary
+        plain = await mcp.call("browser_goto", {"url": page_url})
+        assert plain.summary == f"browser_goto ok: {page_url} (Tool page) [200]"

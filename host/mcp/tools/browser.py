@@ -42,6 +42,19 @@ def _page(r: b.TabResult) -> str:
     return f"{r.url} ({r.title})" if r.title else r.url
 
 
+# A 401 page is shown like any other; what gets past it is not on it.
+SIGN_IN_NOTE = (
+    " — the site wants a sign-in: log in on the page, or for an HTTP password prompt open a session with "
+    "browser_sessions create and httpAuth {username, password, origin}"
+)
+
+
+def _opened(_p: b.GotoParams, r: b.GotoResult) -> str:
+    if not r.status:
+        return _page(r)
+    return f"{_page(r)} [{r.status}]" + (SIGN_IN_NOTE if r.status == 401 else "")
+
+
 def _action(verb: str) -> Callable[[b.ElementParams | b.PressKeyParams, b.ActionResult], str]:
     def summary(p: b.ElementParams | b.PressKeyParams, r: b.ActionResult) -> str:
         target = p.selector or (p.key if isinstance(p, b.PressKeyParams) else "")
@@ -70,7 +83,7 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
             methods.BROWSER_GOTO,
             "Open a URL in the sandbox's browser (active tab, or tabId). Returns the final url, title and HTTP "
             "status. Refs from earlier snapshots of that tab become stale.",
-            lambda p, r: f"{_page(r)} [{r.status}]" if r.status else _page(r),
+            _opened,
             ACT,
         ),
         fwd(
