@@ -152,7 +152,9 @@ def tools(services: Services) -> list[ToolSpec[Any]]:
             description="List, create or close browser sessions: isolated contexts with their own cookies and storage "
             "(e.g. two logins side by side). Tools use the default session unless given a sessionId. With profileId, "
             "create opens the session from your saved login profile (e.g. one made with `boxwright login`), and the "
-            "session's cookies are saved back to it as it is used and when it is closed.",
+            "session's cookies are saved back to it as it is used and when it is closed. create also sets how the "
+            "session opens pages: mobile (a phone's view), locale (a language), skipTlsVerification (an untrusted "
+            "certificate accepted), httpAuth {username, password, origin} (one site's HTTP password prompt).",
             input=SessionsArgs,
             output=BrowserSessionsResult,
             handler=sessions,

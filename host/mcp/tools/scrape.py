@@ -108,6 +108,8 @@ DESCRIPTION = (
     "yourself or leave parts out. "
     "mobile=true reads it as a phone shows it (412×839, mobile user agent, touch). "
     "locale (e.g. 'de-DE') asks the site for that language. "
+    "httpAuth {username, password} answers the site's HTTP password prompt (only that site's); "
+    "skipTlsVerification=true opens an https site whose certificate is not trusted (one you trust). "
     "To read a page after clicking or typing in a browser tab, use browser_scrape on that tab instead. "
     "includeIframes=true also reads the page's visible frames in place (an embedded document; a frameset "
     "page's frames are always read)."
