@@ -160,6 +160,11 @@ class ScrapePageParams(ScrapeOptions):
         "to the login profile; the scrape tool never returns it)",
     )
     indexedDb: bool = Field(False, description="With exportState: include IndexedDB (large; off unless asked)")
+    wholeText: bool = Field(
+        False,
+        description="markdown/html: the whole text, whatever offset and maxChars say (up to rpc.paging's "
+        "MAX_WHOLE_BYTES); the host keeps it and cuts the parts itself (host/text_parts.py)",
+    )
 
 
 class ScrapeMetadata(Result):
@@ -218,6 +223,12 @@ class ScrapeOutput(PageText, _Fetched):
         "read when the smart wait's bound ran out"
     )
     elapsedMs: int = Field(description="Time spent in the sandbox's browser")
+    reused: bool = Field(
+        False,
+        description="markdown/html with offset > 0: this part was cut from the text an earlier call of the same "
+        "arguments read (kept 10 minutes), not from loading the page again; url, title, status and metadata are "
+        "that reading's too",
+    )
 
 
 class ScrapePageResult(ScrapeOutput):

@@ -7,19 +7,18 @@ first part of a huge page, and knows it.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rpc.models.scrape import (
-    MAX_CONTENT_BYTES,
     MAX_FULL_PAGE_HEIGHT,
     MAX_LINKS,
     MAX_LINKS_BYTES,
     MAX_SCREENSHOT_BYTES,
     ScrapeMetadata,
 )
+from rpc.paging import json_size, text_part
 from sandbox_image.browser.screenshot import png_size
 from sandbox_image.browser.tab import Tab
 
@@ -52,53 +51,6 @@ SCROLL_GRACE_S = 1.0
 # A cut that still comes out too big is retried this much smaller than proportional (PNG size is not
 # linear in height).
 _SHRINK = 0.85
-
-
-def json_size(text: str) -> int:
-    """Bytes of `text` as a JSON string on the wire (escapes counted, UTF-8 kept as is)."""
-    return len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
-
-
-def cap_text(text: str, max_bytes: int = MAX_CONTENT_BYTES) -> tuple[str, bool]:
-    """`text`, or its longest prefix (cut at a line end when there is one nearby) that fits `max_bytes`."""
-    if json_size(text) <= max_bytes:
-        return text, False
-    lo, hi = 0, len(text)
-    while lo < hi:  # the longest prefix that fits
-        mid = (lo + hi + 1) // 2
-        if json_size(text[:mid]) <= max_bytes:
-            lo = mid
-        else:
-            hi = mid - 1
-    cut = text[:lo]
-    newline = cut.rfind("\n", max(0, lo - 2000))
-    return (cut[: newline + 1] if newline > 0 else cut), True
-
-
-@dataclass(frozen=True)
-class TextPart:
-    text: str
-    truncated: bool
-    next_offset: int | None  # where the rest starts; None when this part runs to the end
-    total: int
-
-    def fields(self, fmt: str) -> dict[str, object]:
-        """The result's fields for this part of a markdown/html text."""
-        return {fmt: self.text, "truncated": self.truncated, "totalChars": self.total, "nextOffset": self.next_offset}
-
-
-def text_part(text: str, offset: int = 0, max_chars: int | None = None) -> TextPart:
-    """The part of `text` from character `offset`: at most `max_chars` characters and MAX_CONTENT_BYTES as
-    JSON, cut at a line end in its last half (its last 2,000 characters at most) when there is one. The
-    caller reads on from next_offset: nothing is lost, parts read in order add up to the text."""
-    rest = text[offset:]
-    if max_chars is not None and len(rest) > max_chars:
-        rest = rest[:max_chars]
-        newline = rest.rfind("\n", max_chars - min(2000, max_chars // 2))
-        rest = rest[: newline + 1] if newline > 0 else rest
-    part, _ = cap_text(rest)
-    end = min(offset, len(text)) + len(part)
-    return TextPart(part, end < len(text), end if end < len(text) else None, len(text))
 
 
 def cap_links(links: list[str], max_links: int = MAX_LINKS, max_bytes: int = MAX_LINKS_BYTES) -> tuple[list[str], bool]:
@@ -134,12 +86,12 @@ class FileText:
     links: Callable[[], list[str]]
     cut: bool = False  # parts of the file past what its reader reads (a PDF's pages, a feed's entries)
 
-    def fields(self, fmt: str, offset: int = 0, max_chars: int | None = None) -> dict[str, Any]:
+    def fields(self, fmt: str, offset: int = 0, max_chars: int | None = None, *, whole: bool = False) -> dict[str, Any]:
         """The result's fields for markdown, html or links (run in a worker thread: the formats parse)."""
         fields: dict[str, Any]
         if fmt in ("markdown", "html"):
             text = self.markdown() if fmt == "markdown" else self.html()
-            fields = text_part(text, offset, max_chars).fields(fmt)
+            fields = text_part(text, offset, max_chars, whole=whole).fields(fmt)
         else:
             links, truncated = cap_links(self.links())
             fields = {"links": links, "truncated": truncated}

@@ -14,6 +14,7 @@ from typing import Any
 from lxml.html import HtmlElement
 
 from rpc.models.scrape import MAX_PAGE_BYTES, ReadOptions, ScrapeMetadata
+from rpc.paging import TextPart, text_part
 from sandbox_image.browser.tab import Tab
 from sandbox_image.scrape import loading, output, tags
 from sandbox_image.scrape.annotate import Selectors, annotate_page
@@ -100,14 +101,20 @@ async def read_text(
     is_html: bool,
     frames_s: float | None,
     response_html: str | None = None,
+    whole: bool = False,
 ) -> Reading:
     """markdown, html or links of the page `tab` shows; a text document (text/plain, JSON) as its text.
 
     `frames_s`: read the frames in place within that long (frames_budget; None for a text document).
     `response_html`: the server's HTML of a page just loaded, for extraction's fallback to it.
+    `whole`: the whole markdown/html, not the part `offset`/`maxChars` ask for (the host keeps it and cuts).
     """
     page = tab.check()
-    window, selectors = (options.offset, options.maxChars), selectors_of(options)
+    selectors = selectors_of(options)
+
+    def part(text: str) -> TextPart:
+        return text_part(text, options.offset, options.maxChars, whole=whole)
+
     if fmt in ("markdown", "html") and is_html:
         extracted = await extract_page(
             page,
@@ -116,9 +123,8 @@ async def read_text(
             frames_s=frames_s,
             selectors=selectors,
         )
-        part = output.text_part(extracted.markdown if fmt == "markdown" else extracted.html, *window)
         fields = {
-            **part.fields(fmt),
+            **part(extracted.markdown if fmt == "markdown" else extracted.html).fields(fmt),
             "iframes": extracted.frames,
             "mainContent": extracted.main_content,
             "fallback": extracted.fallback,
@@ -137,5 +143,5 @@ async def read_text(
         fields["links"], fields["truncated"] = output.cap_links(links)
     else:  # a text document (text/plain, JSON) read as markdown or html
         text = str(await tab.guard(page.evaluate(_TEXT)) or "") if fmt == "markdown" else html
-        fields.update(output.text_part(text, *window).fields(fmt))
+        fields.update(part(text).fields(fmt))
     return Reading(meta.title, metadata_of(meta), fields)

@@ -215,7 +215,13 @@ class ScrapeService:
             await reading.check_size(tab)
             frames_s = await reading.frames_budget(tab, params, budget.remaining()) if loaded.is_html else None
             read = await reading.read_text(
-                tab, fmt, params, is_html=loaded.is_html, frames_s=frames_s, response_html=loaded.response_html
+                tab,
+                fmt,
+                params,
+                is_html=loaded.is_html,
+                frames_s=frames_s,
+                response_html=loaded.response_html,
+                whole=params.wholeText,
             )
             result, title, metadata = read.fields, read.title, read.metadata
         return ScrapePageResult(
@@ -236,7 +242,9 @@ class ScrapeService:
         url = loaded.url or params.url
         assert loaded.file is not None and loaded.reader is not None
         file = await READERS[loaded.reader](loaded.file, url, loaded.content_type, budget.remaining())
-        fields = await asyncio.to_thread(file.fields, params.format, params.offset, params.maxChars)
+        fields = await asyncio.to_thread(
+            lambda: file.fields(params.format, params.offset, params.maxChars, whole=params.wholeText)
+        )
         return ScrapePageResult(
             url=file.url,
             title=file.title,

@@ -153,6 +153,7 @@ async def formats(p: Scraper) -> None:
     assert first["truncated"] and len(first["markdown"]) <= 500 and first["totalChars"] == whole["totalChars"]
     rest = await p.ok("/article", onlyMainContent=False, offset=first["nextOffset"])
     assert first["markdown"] + rest["markdown"] == whole["markdown"] and rest["nextOffset"] is None
+    assert rest["reused"] and not first["reused"]  # the next part: cut from the first call's reading
     chosen = await p.ok("/article", includeTags=[":is(table, .none)"], excludeTags=["th"])  # the caller's own choice
     assert chosen["markdown"].strip().startswith("| Fox") and not chosen["mainContent"]
     bad = await p.error(f"{BASE}/article", "INVALID_PARAMETER", excludeTags=["div["])  # the browser's verdict
@@ -313,6 +314,10 @@ async def job_sandboxes_leave_nothing(s: Session, client: docker.DockerClient, n
     own = await s.ok("scrape", {"url": OWN_AGENT})
     assert own["status"] == 200 and own["contentType"] == "application/json" and '"status"' in own["markdown"]
     assert engine_state(client, namespace) == before
+    part = await s.ok("scrape", {"url": OWN_AGENT, "maxChars": 20})  # its next parts need no sandbox at all
+    rest = await s.ok("scrape", {"url": OWN_AGENT, "offset": part["nextOffset"]})
+    assert rest["reused"] and rest["nextOffset"] is None and rest["totalChars"] == part["totalChars"]
+    assert len(part["markdown"] + rest["markdown"]) == part["totalChars"] and engine_state(client, namespace) == before
     refused = await s.error("scrape", {"url": f"http://127.0.0.1:{PORT}/"})  # nothing serves in a job sandbox
     assert refused.code == "HOST_UNREACHABLE" and "sandboxId" not in refused.data["details"]
     assert engine_state(client, namespace) == before

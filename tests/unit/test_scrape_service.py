@@ -18,9 +18,10 @@ from aiohttp import web
 
 from rpc.errors import BoxwrightError
 from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_PAGE_BYTES
+from rpc.paging import cap_text, json_size, text_part
 from sandbox_image.scrape import frames, reading
 from sandbox_image.scrape import service as scrape_service
-from sandbox_image.scrape.output import cap_links, cap_text, json_size, text_part
+from sandbox_image.scrape.output import cap_links
 from tests.unit.browser_harness import BrowserDriver
 from tests.unit.test_scrape_pdf import REPORT_PDF
 

@@ -27,7 +27,8 @@ PAGE = """<!doctype html><html lang="en"><head><title>Tool page</title></head><b
 <p>A second paragraph, so the article has some body to it and reads like one.</p></article></main></body></html>"""
 
 
-ARRIVED, RELEASE = asyncio.Event(), asyncio.Event()  # /held: the page waits until the test lets it answer
+ARRIVED, RELEASE = asyncio.Event(), asyncio.Event()
+LOADS = [0]  # /changing: how often it was loaded  # /held: the page waits until the test lets it answer
 
 
 @pytest.fixture
@@ -47,6 +48,13 @@ async def page_url() -> AsyncIterator[str]:
         who = "Member area" if request.cookies.get("member") == SECRET else "Please log in"
         return web.Response(text=f"<title>Members</title><h1>{who}</h1>", content_type="text/html")
 
+    async def changing(_request: web.Request) -> web.Response:
+        LOADS[0] += 1  # each load of the page says which load it is: parts of two loads would not match
+        paras = "".join(f"<p>Load {LOADS[0]}, paragraph {i}: {'words of the article ' * 8}</p>" for i in range(60))
+        return web.Response(
+            text=f"<title>Changing</title><main><h1>Changing</h1>{paras}</main>", content_type="text/html"
+        )
+
     async def signed_in_only(_request: web.Request) -> web.Response:
         return web.Response(status=401, text="<title>Sign in</title><h1>Sign in first</h1>", content_type="text/html")
 
@@ -61,6 +69,7 @@ async def page_url() -> AsyncIterator[str]:
     app.router.add_get("/set", set_cookie)
     app.router.add_get("/members", members)
     app.router.add_get("/signed-in-only", signed_in_only)
+    app.router.add_get("/changing", changing)
     app.router.add_get("/file.pdf", pdf)
     runner = web.AppRunner(app, shutdown_timeout=0.5)
     await runner.setup()
@@ -202,3 +211,38 @@ async def test_a_sign_in_page_says_what_gets_past_it(services: Services, page_ur
         assert "[401]" in goto.summary and "httpAuth" in goto.summary, goto.summary
         plain = await mcp.call("browser_goto", {"url": page_url})
         assert plain.summary == f"browser_goto ok: {page_url} (Tool page) [200]"
+
+
+async def test_the_parts_of_a_long_text_come_from_one_reading(services: Services, page_url: str) -> None:
+    """A text cut into parts is read once: the next parts (offset > 0, the same arguments) are cut from that
+    reading at once — the page is not loaded again, so nothing shifts — and add up to it; another owner's
+    call, other arguments or a first part load the page afresh."""
+    who = ["alice"]
+    url = page_url + "changing"
+    async with serving(services, lambda _ctx: Caller(owner=who[0], session=who[0])) as mcp:
+        loads = LOADS[0]
+        first = await mcp.ok("scrape", {"url": url, "maxChars": 1500})
+        assert first["nextOffset"] is not None and not first["reused"] and LOADS[0] == loads + 1
+        parts, answer = [first["markdown"]], first
+        while answer["nextOffset"] is not None:
+            answer = await mcp.ok("scrape", {"url": url, "maxChars": 1500, "offset": answer["nextOffset"]})
+            assert answer["reused"] and answer["totalChars"] == first["totalChars"] and answer["title"] == "Changing"
+            parts.append(answer["markdown"])
+        text = "".join(parts)
+        assert LOADS[0] == loads + 1 and len(parts) > 3 and len(text) == first["totalChars"]
+        assert f"Load {loads + 1}, paragraph 59" in text and f"Load {loads + 2}" not in text
+        call = await mcp.client.call_tool("scrape", {"url": url, "maxChars": 1500, "offset": first["nextOffset"]})
+        assert "reused" in call.content[0].text.split("\n", 1)[0]  # type: ignore[union-attr]
+        # A different maxChars is the same reading; a first part again, or other arguments, a new one.
+        other_size = await mcp.ok("scrape", {"url": url, "maxChars": 700, "offset": first["nextOffset"]})
+        assert (
+            other_size["reused"]
+            and other_size["markdown"] == text[first["nextOffset"] :][: len(other_size["markdown"])]
+        )
+        whole_page = await mcp.ok("scrape", {"url": url, "onlyMainContent": False, "offset": 10})
+        assert not whole_page["reused"] and LOADS[0] == loads + 2
+        again = await mcp.ok("scrape", {"url": url, "maxChars": 1500})
+        assert not again["reused"] and LOADS[0] == loads + 3 and f"Load {loads + 3}" in again["markdown"]
+        who[0] = "bob"  # the same arguments from another owner: never alice's reading
+        theirs = await mcp.ok("scrape", {"url": url, "maxChars": 1500, "offset": first["nextOffset"]})
+        assert not theirs["reused"] and LOADS[0] == loads + 4

@@ -25,11 +25,13 @@ from typing import Any
 import anyio
 from mcp.types import ToolAnnotations
 
+from host import text_parts
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.mcp.results import image
 from host.profiles import ProfileSessions
 from host.sandboxes.jobs import JobSandboxes
 from host.sandboxes.manager import SandboxManager
+from host.text_parts import TextParts
 from rpc import methods
 from rpc.deadline import LADDER
 from rpc.errors import BoxwrightError
@@ -80,7 +82,8 @@ def _summary(r: ScrapePageResult) -> str:
         what = f"{r.width}x{r.height} PNG" + (" (truncated)" if r.truncated else "")
     else:
         what = read_summary(r.format, r)
-    return f"scrape ok: {r.url}{status} ({r.title}): {what}" + (SIGN_IN_NOTE if r.status == 401 else "")
+    reused = " — reused: cut from the text an earlier call read, the page not loaded again" if r.reused else ""
+    return f"scrape ok: {r.url}{status} ({r.title}): {what}{reused}" + (SIGN_IN_NOTE if r.status == 401 else "")
 
 
 def _present(r: ScrapePageResult, sandbox_id: str | None) -> ToolOutput:
@@ -116,11 +119,31 @@ DESCRIPTION = (
 )
 
 
-def tools(manager: SandboxManager, jobs: JobSandboxes, profiles: ProfileSessions) -> list[ToolSpec[Any]]:
+def tools(
+    manager: SandboxManager, jobs: JobSandboxes, profiles: ProfileSessions, parts: TextParts
+) -> list[ToolSpec[Any]]:
     async def scrape(inv: Invocation[ScrapeRequest]) -> ToolOutput:
         args = inv.args
-        if args.sandboxId is not None:
-            manager.resolve(inv.caller, args.sandboxId)  # the owner check, before the profile is read
+        # The owner check, before the profile or a kept text is touched; a throw-away sandbox is not named.
+        sandbox_id = manager.resolve(inv.caller, args.sandboxId).id if args.sandboxId is not None else None
+        if args.format not in text_parts.TEXT_FORMATS:
+            return _present(await read(inv, whole=False), sandbox_id)
+        key = text_parts.key_of(inv.caller.owner, args)
+        kept = parts.get(key) if args.offset > 0 else None
+        if kept is not None:  # a next part of a text read a moment ago: cut from that reading
+            part = text_parts.part_of(kept, args.offset, args.maxChars)
+            return _present(part.model_copy(update={"reused": True, "elapsedMs": 0}), sandbox_id)
+        whole = await read(inv, whole=True)
+        if whole.nextOffset is not None:  # too large to send whole (rpc.paging.MAX_WHOLE_BYTES): as before
+            return _present(await read(inv, whole=False), sandbox_id)
+        part = text_parts.part_of(whole, args.offset, args.maxChars)
+        if part.nextOffset is not None:
+            parts.keep(key, whole)
+        return _present(part, sandbox_id)
+
+    async def read(inv: Invocation[ScrapeRequest], *, whole: bool) -> ScrapePageResult:
+        """The page read in a sandbox (the caller's, or a throw-away one); with `whole`, all its text."""
+        args = inv.args
         login = await profiles.snapshot(inv.caller, args.profileId)
         params = ScrapePageParams.model_validate(
             {
@@ -128,6 +151,7 @@ def tools(manager: SandboxManager, jobs: JobSandboxes, profiles: ProfileSessions
                 "storageState": login.state,
                 "exportState": True,
                 "indexedDb": manager.settings.include_indexed_db_in_snapshot,
+                "wholeText": whole,
             }
         )
 
@@ -138,8 +162,8 @@ def tools(manager: SandboxManager, jobs: JobSandboxes, profiles: ProfileSessions
             return result
 
         if args.sandboxId is not None:
-            rec, result = await manager.call(inv.caller, args.sandboxId, methods.SCRAPE_PAGE, params, rpc_deadline(inv))
-            return _present(await saved(result), rec.id)
+            _, result = await manager.call(inv.caller, args.sandboxId, methods.SCRAPE_PAGE, params, rpc_deadline(inv))
+            return await saved(result)
         jobs.check_room(inv.caller)
         rec = await jobs.acquire(
             inv.caller, f"scrape_{secrets.token_hex(6)}", deadline=inv.deadline.cap(manager.settings.startup_timeout)
@@ -152,7 +176,7 @@ def tools(manager: SandboxManager, jobs: JobSandboxes, profiles: ProfileSessions
         finally:
             with anyio.CancelScope(shield=True):
                 await jobs.release(rec)
-        return _present(await saved(result), None)  # the sandbox is gone: do not name it
+        return await saved(result)
 
     def rpc_deadline(inv: Invocation[ScrapeRequest]) -> Any:
         """The RPC backstop inside the tool's deadline, minus the time a job sandbox takes to go away."""
