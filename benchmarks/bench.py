@@ -1395,6 +1395,54 @@ async def bench_browser_scrape(h: Harness, n: int) -> list[Series]:
         return [fresh, opened, tab, content]
 
 
+@benchmark(
+    "scrape_parts", "the next part of a long scrape answer: cut from the kept text vs loaded again", default_n=10
+)
+async def bench_scrape_parts(h: Harness, n: int) -> list[Series]:
+    """A long text read in parts (maxChars): the first call loads the page and the server keeps the whole
+    text; a next part (offset > 0, the same arguments) is cut from it (host/text_parts.py). The baseline is
+    the same next part with nothing kept — what every part cost before: the page loaded and read again
+    (forced by a timeoutMs of its own, which is part of the key). In a given sandbox, and without one (the
+    throw-away sandbox's own agent page, the one page it can load)."""
+    h.require_tools("scrape")
+    b = "scrape_parts"
+    sid, _ = await h.shared_sandbox()
+    own = f"http://127.0.0.1:{AGENT_PORT}/healthz"
+    first, kept, again, job_kept, job_again = Series.group(
+        b,
+        "ms",
+        "first part, with sandboxId (page loaded, the text kept)",
+        "next part, with sandboxId: cut from the kept text",
+        "next part, with sandboxId, nothing kept (the page loaded again; baseline)",
+        "next part, no sandboxId: cut from the kept text",
+        "next part, no sandboxId, nothing kept (a sandbox started, the page loaded; baseline)",
+    )
+
+    async def part(args: dict[str, Any], *, reused: bool) -> tuple[float, dict[str, Any]]:
+        ms, data = await h.timed_call("scrape", args)
+        if data.get("reused") is not reused:
+            raise BenchError(f"scrape {args} answered reused={data.get('reused')}, expected {reused}")
+        return ms, data
+
+    async with local_page(h, sid, ARTICLE_HTML) as url:
+        await h.call("scrape", {"sandboxId": sid, "url": url})  # launches the browser: not counted
+        for i in range(n):
+            base = {"sandboxId": sid, "url": url, "maxChars": 300, "timeoutMs": 30_000 + i}
+            ms, data = await part(base, reused=False)
+            first.add(ms)
+            offset = data.get("nextOffset")
+            if offset is None:
+                raise BenchError(f"the article came back whole ({data.get('totalChars')} chars): no parts to read")
+            kept.add((await part({**base, "offset": offset}, reused=True))[0])
+            again.add((await part({**base, "offset": offset, "timeoutMs": 40_000 + i}, reused=False))[0])
+            job = {"url": own, "maxChars": 20, "timeoutMs": 30_000 + i}
+            _, data = await part(job, reused=False)
+            job_kept.add((await part({**job, "offset": data["nextOffset"]}, reused=True))[0])
+            job_again.add((await part({**job, "offset": data["nextOffset"], "timeoutMs": 40_000 + i}, reused=False))[0])
+            progress(f"{b} {i + 1}/{n}")
+    return [first, again, kept, job_again, job_kept]
+
+
 @benchmark("batch_extract", f"batch_extract_pages over {BATCH_PAGES} local pages", default_n=3)
 async def bench_batch_extract(h: Harness, n: int) -> list[Series]:
     """Pages per second of a template run at concurrency 1, 3 and 5 (sync mode: the call's wall time,
