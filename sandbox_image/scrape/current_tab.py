@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.models.scrape import MAX_PAGE_BYTES, BrowserScrapeParams, BrowserScrapeResult
+from rpc.models.scrape import MAX_PAGE_BYTES, BrowserScrapeParams, BrowserScrapeResult, ScrapeMetadata
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
@@ -70,16 +71,7 @@ async def _read(tab: Tab, params: BrowserScrapeParams, budget: Budget) -> Browse
             hint="open the page again with browser_goto (its error says why it failed), then call browser_scrape",
             details={"tabId": tab.id},
         )
-    return BrowserScrapeResult(
-        tabId=tab.id,
-        url=tab.url,
-        title=read.title or await tab.title(),
-        format=params.format,
-        contentType=shown.content_type,
-        metadata=read.metadata,
-        elapsedMs=budget.elapsed_ms(),
-        **read.fields,
-    )
+    return await _answer(tab, params, budget, read.title, shown.content_type, read.metadata, read.fields)
 
 
 async def _shows_xml(tab: Tab, content_type: str) -> bool:
@@ -106,13 +98,25 @@ async def _read_file(tab: Tab, params: BrowserScrapeParams, budget: Budget, show
         return None
     file = await READERS[reader](body, response.url, declared or shown, budget.remaining())
     fields = await asyncio.to_thread(file.fields, params.format, params.offset, params.maxChars)
+    return await _answer(tab, params, budget, file.title, file.content_type, file.metadata, fields)
+
+
+async def _answer(
+    tab: Tab,
+    params: BrowserScrapeParams,
+    budget: Budget,
+    title: str,
+    content_type: str,
+    metadata: ScrapeMetadata,
+    fields: dict[str, Any],
+) -> BrowserScrapeResult:
     return BrowserScrapeResult(
         tabId=tab.id,
         url=tab.url,
-        title=file.title or await tab.title(),
+        title=title or await tab.title(),
         format=params.format,
-        contentType=file.content_type,
-        metadata=file.metadata,
+        contentType=content_type,
+        metadata=metadata,
         elapsedMs=budget.elapsed_ms(),
         **fields,
     )
