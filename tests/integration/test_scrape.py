@@ -222,6 +222,9 @@ async def pages_that_fail(p: Scraper) -> None:
                                   "language": "en-GB", "description": None, "canonicalUrl": None,
                                   "modifiedDate": None, "siteName": None, "image": None}  # fmt: skip
     assert (await p.ok("/report.pdf", format="links"))["links"] == ["https://example.org/fox"]
+    head = await p.ok("/report.pdf", maxChars=16)  # a PDF's text in parts too: the next from the same reading
+    tail = await p.ok("/report.pdf", offset=head["nextOffset"], format="markdown")
+    assert head["markdown"] + tail["markdown"] == report["markdown"] and tail["reused"] and not head["reused"]
     shot = await p.error(f"{BASE}/report.pdf", "UNSUPPORTED_CONTENT_TYPE", format="screenshot")  # nothing rendered
     assert "markdown" in shot["recoverHint"], shot
     await p.error(f"{BASE}/big", "PAGE_TOO_LARGE")
