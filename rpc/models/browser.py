@@ -315,6 +315,14 @@ class ContextOptions(Params):
         "connection is still encrypted but no longer proves who is on the other end. Default: false",
     )
 
+    userAgent: str | None = Field(
+        None,
+        min_length=1,
+        max_length=512,
+        pattern=r"^[\x20-\x7e]+$",
+        description="The User-Agent the browser sends and reports (navigator.userAgent) instead of its own — for a "
+        "site that serves another version to another browser. With mobile, replaces the phone's",
+    )
     httpAuth: HttpAuth | None = Field(
         None,
         description="A username and password for a site behind HTTP authentication (Basic, Digest, NTLM), given only "
@@ -336,8 +344,8 @@ class _SessionAction(Params):
 
 
 class SessionsParams(ContextOptions, _SessionAction):
-    """mobile, locale, skipTlsVerification and httpAuth: for action 'create' only (how the new session opens
-    pages)."""
+    """mobile, locale, skipTlsVerification, userAgent and httpAuth: for action 'create' only (how the new session
+    opens pages)."""
 
     @model_validator(mode="after")
     def _auth_names_its_site(self) -> SessionsParams:
@@ -354,6 +362,7 @@ class SessionInfo(Result):
     mobile: bool = Field(False, description="Its pages are shown as a phone shows them")
     locale: str | None = Field(None, description="The language it asks sites for, when not the default")
     skipTlsVerification: bool = Field(False, description="It opens https:// pages whose certificate is not trusted")
+    userAgent: str | None = Field(None, description="The User-Agent it sends, when not the browser's own")
     httpAuthOrigin: str | None = Field(None, description="The site it has HTTP credentials for (never the credentials)")
 
 

@@ -105,6 +105,8 @@ def context_options(
     made["locale"] = options.locale or DEFAULT_LOCALE
     if options.skipTlsVerification:
         made["ignore_https_errors"] = True
+    if options.userAgent is not None:  # the caller's, over the browser's own and a phone's
+        made["user_agent"] = options.userAgent
     if options.httpAuth is not None:  # answered only when that origin asks (Playwright's default "unauthorized")
         auth = options.httpAuth
         if auth.origin is None:  # without one Playwright would answer any site that asks

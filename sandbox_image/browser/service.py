@@ -146,6 +146,7 @@ class BrowserService:
                     mobile=s.options.mobile,
                     locale=s.options.locale,
                     skipTlsVerification=s.options.skipTlsVerification,
+                    userAgent=s.options.userAgent,
                     httpAuthOrigin=s.options.httpAuth.origin if s.options.httpAuth else None,
                 )
                 for s in self.sessions.sessions.values()

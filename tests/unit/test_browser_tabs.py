@@ -103,7 +103,7 @@ async def test_a_session_shown_as_a_phone_in_a_language(browser: BrowserDriver) 
     created = await browser.call("browser.sessions", action="create", sessionId="phone", mobile=True, locale="de-DE")
     try:
         assert {"sessionId": "phone", "tabCount": 0, "isDefault": False, "profileId": None, "mobile": True,
-                "locale": "de-DE", "skipTlsVerification": False,
+                "locale": "de-DE", "skipTlsVerification": False, "userAgent": None,
                 "httpAuthOrigin": None} in created["sessions"]  # fmt: skip
         await browser.call("browser.goto", sessionId="phone", url="data:text/html,<p>phone</p>")
         phone = await browser.call("browser.evaluate", sessionId="phone", expression=seen)
@@ -111,9 +111,15 @@ async def test_a_session_shown_as_a_phone_in_a_language(browser: BrowserDriver) 
         await browser.call("browser.goto", url="data:text/html,<p>desktop</p>")  # the default session is a desktop
         desktop = await browser.call("browser.evaluate", expression=seen)
         assert desktop["value"] == [1280, "en-US", False, "1,234.5"]
-        for field, value in (("mobile", True), ("locale", "fr"), ("skipTlsVerification", True)):  # set when made
+        for field, value in (("mobile", True), ("locale", "fr"), ("skipTlsVerification", True), ("userAgent", "B/1")):
             late = await browser.error("browser.sessions", action="list", **{field: value})
             assert late.code is ErrorCode.INVALID_PARAMETER and late.details["errors"][0]["field"] == field
+        await browser.call("browser.sessions", action="create", sessionId="bot", userAgent="ExampleBot/2.1")
+        await browser.call("browser.goto", sessionId="bot", url="data:text/html,<p>bot</p>")
+        assert (await browser.call("browser.evaluate", sessionId="bot", expression="navigator.userAgent"))[
+            "value"
+        ] == "ExampleBot/2.1"
+        await browser.call("browser.sessions", action="close", sessionId="bot")
         bad = await browser.error("browser.sessions", action="create", sessionId="x", locale="german")
         assert bad.code is ErrorCode.INVALID_PARAMETER and bad.details["errors"][0]["field"] == "locale"
     finally:

@@ -88,6 +88,7 @@ async def test_a_login_in_a_profile_session_is_published_and_reused(services: Se
             "mobile": False,
             "locale": None,
             "skipTlsVerification": False,
+            "userAgent": None,
             "httpAuthOrigin": None,
         } in created["sessions"]
 

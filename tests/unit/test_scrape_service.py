@@ -91,8 +91,11 @@ MORE = f"""<!doctype html><html lang="en"><head><title>Fox listing</title></head
 '<a href=/fox/2>Second fox</a>'">Load more</button></main><footer>Footer words</footer></body></html>"""
 # What the server was asked for and what the page's scripts are told, for scrape's `locale`.
 LANGUAGE = """<!doctype html><html><head><title>Language</title></head><body><main><h1>Language</h1>
-<p>asked {header}</p><p id="told"></p></main><script>document.getElementById("told").textContent =
-"told " + navigator.language + " | " + new Intl.NumberFormat().format(1234.5);</script></body></html>"""
+<p>asked {header}</p><p id="told"></p><p id="agent"></p></main><script>
+document.getElementById("told").textContent =
+  "told " + navigator.language + " | " + new Intl.NumberFormat().format(1234.5);
+document.getElementById("agent").textContent = "agent " + navigator.userAgent;</script>
+<p>sent {agent}</p></body></html>"""
 # A product card whose price and reviews live in a web component's open shadow root (nested one deeper).
 SHADOW = f"""<!doctype html><html lang="en"><head><title>Shadow shop</title></head><body><main>
 <h1>Walnut desk</h1><p>{PARA}</p><product-card></product-card></main>
@@ -157,7 +160,9 @@ ROUTES: dict[str, Any] = {
     "/frameset": lambda _r: html(FRAMESET),
     "/device": lambda _r: html(DEVICE),
     "/shadow": lambda _r: html(SHADOW),
-    "/language": lambda r: html(LANGUAGE.format(header=r.headers.get("Accept-Language", "none"))),
+    "/language": lambda r: html(
+        LANGUAGE.format(header=r.headers.get("Accept-Language", "none"), agent=r.headers.get("User-Agent", "none"))
+    ),
     "/more": lambda _r: html(MORE),  # browser.scrape (test_browser_scrape): content a click adds
     "/pic.png": lambda _r: web.Response(body=base64.b64decode(PNG_1X1), content_type="image/png"),
 }
@@ -334,6 +339,18 @@ async def test_locale_is_the_language_asked_for_and_reported(scraper: BrowserDri
     for bad in ("german", "de_DE", "de-DE-x", "d", ""):
         err = await scraper.error("scrape.page", url=f"{pages}/language", locale=bad)
         assert err.code.value == "INVALID_PARAMETER" and err.details["errors"][0]["field"] == "locale", bad
+
+
+async def test_user_agent_is_the_one_sent_and_reported(scraper: BrowserDriver, pages: str) -> None:
+    bot = "ExampleBot/2.1 (+https://example.org/bot)"
+    for mobile in (False, True):  # the caller's, over the browser's own and over a phone's
+        md = await scrape(scraper, f"{pages}/language", onlyMainContent=False, userAgent=bot, mobile=mobile)
+        assert f"sent {bot}" in md["markdown"] and f"agent {bot}" in md["markdown"], md["markdown"]
+    plain = (await scrape(scraper, f"{pages}/language", onlyMainContent=False))["markdown"]
+    assert "Chrome/" in plain and bot not in plain
+    for bad in ("a\r\nX-Injected: 1", "", "é" * 3, "x" * 513):
+        err = await scraper.error("scrape.page", url=f"{pages}/language", userAgent=bad)
+        assert err.code.value == "INVALID_PARAMETER" and err.details["errors"][0]["field"] == "userAgent", bad
 
 
 async def test_fixed_wait_skips_the_smart_wait(scraper: BrowserDriver, pages: str) -> None:

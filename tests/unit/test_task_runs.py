@@ -356,6 +356,7 @@ async def test_trust_level_and_existing_sessions(agent: BrowserDriver, site: Tas
             "mobile": False,
             "locale": None,
             "skipTlsVerification": False,
+            "userAgent": None,
             "httpAuthOrigin": None,
         } in sessions
         listed = (await agent.call("task.list", status="succeeded"))["runs"]
