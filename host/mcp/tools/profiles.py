@@ -154,7 +154,8 @@ def tools(services: Services) -> list[ToolSpec[Any]]:
             "create opens the session from your saved login profile (e.g. one made with `boxwright login`), and the "
             "session's cookies are saved back to it as it is used and when it is closed. create also sets how the "
             "session opens pages: mobile (a phone's view), locale (a language), skipTlsVerification (an untrusted "
-            "certificate accepted), userAgent, httpAuth {username, password, origin} (one site's HTTP password prompt).",
+            "certificate accepted), userAgent, httpAuth {username, password, origin} (one site's HTTP password "
+            "prompt).",
             input=SessionsArgs,
             output=BrowserSessionsResult,
             handler=sessions,
