@@ -182,7 +182,8 @@ async def formats(p: Scraper) -> None:
     (w1, h1), (w2, h2) = png_size(shot_png), png_size(full_png)
     assert (shot["width"], shot["height"]) == (w1, h1) and (full["width"], full["height"]) == (w2, h2)
     assert w1 == w2 and h2 > h1 and "screenshot" not in shot
-    assert "asked de-DE" in (await p.ok("/language", locale="de-DE", onlyMainContent=False))["markdown"]
+    asked = (await p.ok("/language", locale="de-DE", userAgent="ExampleBot/2.1", onlyMainContent=False))["markdown"]
+    assert "asked de-DE" in asked and "sent ExampleBot/2.1" in asked
     assert "asked en-US" in (await p.ok("/language", onlyMainContent=False))["markdown"]  # the browser's own
     phone, phone_png = await p.image("/article", "screenshot", mobile=True)  # as a phone shows it
     assert (phone["width"], phone["height"]) == png_size(phone_png) == (412, 839)

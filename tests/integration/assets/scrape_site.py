@@ -209,9 +209,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(NOISE, ctype="image/png")
         if path == "/seen":
             return self.send(" ".join(sorted(ASKED)) or "none", ctype="text/plain")
-        if path == "/language":  # scrape's locale: what the browser asked for
+        if path == "/language":  # scrape's locale and userAgent: what the browser asked for, as whom
+            asked, agent = self.headers["Accept-Language"], self.headers["User-Agent"]
             return self.send(
-                f"<title>Language</title><main><h1>Language</h1><p>asked {self.headers['Accept-Language']}</p></main>"
+                f"<title>Language</title><main><h1>Language</h1><p>asked {asked}</p><p>sent {agent}</p></main>"
             )
         if path == "/feed.xml":
             return self.send(FEED, ctype="text/xml")
