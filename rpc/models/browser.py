@@ -295,8 +295,9 @@ class HttpAuth(Params):
 
 
 class ContextOptions(Params):
-    """How a browser context opens pages — a scrape's, or a browser session's: the device and language they are
-    shown for, and whether a certificate the browser does not trust stops them. Fixed when the context is made."""
+    """How a browser context opens pages — a scrape's, or a browser session's: the device, language and
+    User-Agent they are shown for, whether a certificate the browser does not trust stops them, and one site's
+    HTTP credentials. Fixed when the context is made."""
 
     mobile: bool = Field(
         False,
@@ -314,7 +315,6 @@ class ContextOptions(Params):
         "issued for another host) instead of failing — for a dev server or an intranet site you trust. The "
         "connection is still encrypted but no longer proves who is on the other end. Default: false",
     )
-
     userAgent: str | None = Field(
         None,
         min_length=1,
