@@ -70,8 +70,12 @@ class RpcResponse(BaseModel):
 
 # -- the caller's side ------------------------------------------------------------------------
 def encode_request(method: Method[P, R], params: P, *, deadline_ms: int, request_id: int) -> bytes:
-    """A request body for `method`; the callee may spend `deadline_ms` from when it receives it."""
-    wire_params = params.model_dump(mode="json", exclude_none=True)
+    """A request body for `method`; the callee may spend `deadline_ms` from when it receives it.
+
+    Arguments left at their defaults are not sent: the callee's models have the same defaults, and an agent
+    of an older image (a sandbox adopted after an upgrade) refuses fields it does not know — so a call that
+    uses nothing new still reaches it."""
+    wire_params = params.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     wire_params[DEADLINE_FIELD] = deadline_ms
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method.name, "params": wire_params}).encode()
 

@@ -11,8 +11,10 @@ from host.agent_client import read_answer
 from rpc.deadline import DEADLINE_FIELD, Deadline
 from rpc.envelope import MalformedResult, UnreadableResponse, decode_response, encode_error, encode_request
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.methods import FILE_READ
+from rpc.methods import FILE_READ, SCRAPE_PAGE
+from rpc.models.base import Params
 from rpc.models.files import FileReadParams, FileReadResult
+from rpc.models.scrape import ScrapePageParams
 from sandbox_image.dispatcher import Dispatcher
 
 
@@ -33,6 +35,30 @@ async def test_a_request_round_trips_through_the_dispatcher() -> None:
     assert answer["id"] == 7
     result = decode_response(FILE_READ, json.dumps(answer).encode())
     assert result.content == "hi" and seen[0][0].path == "a.txt" and 4 < seen[0][1] <= 5
+
+
+def test_defaults_are_not_sent_so_an_older_agent_still_understands() -> None:
+    """An agent of an older image knows fewer fields (its models forbid unknown ones): a call that leaves the
+    newer ones at their defaults must not send them."""
+
+    class OlderScrapeParams(Params):  # scrape.page's arguments as an agent of a few versions ago knew them
+        url: str
+        format: str = "markdown"
+        onlyMainContent: bool = True
+        waitFor: int = 0
+        timeoutMs: int = 30_000
+
+    today = ScrapePageParams(url="https://example.org/", maxChars=None, mobile=False, skipTlsVerification=False)
+    sent = json.loads(encode_request(SCRAPE_PAGE, today, deadline_ms=1000, request_id=1))["params"]
+    del sent[DEADLINE_FIELD]
+    assert sent == {"url": "https://example.org/"}
+    assert OlderScrapeParams.model_validate(sent).url == "https://example.org/"
+    used = ScrapePageParams(
+        url="https://example.org/", format="links", mobile=True, httpAuth={"username": "a", "password": "p"}
+    )
+    sent = json.loads(encode_request(SCRAPE_PAGE, used, deadline_ms=1000, request_id=2))["params"]
+    assert sent["format"] == "links" and sent["mobile"] is True and sent["httpAuth"]["origin"] == "https://example.org"
+    assert ScrapePageParams.model_validate({k: v for k, v in sent.items() if k != DEADLINE_FIELD}) == used
 
 
 async def test_the_dispatcher_logs_successes_at_debug_and_failures_at_info(caplog: pytest.LogCaptureFixture) -> None:
