@@ -17,6 +17,7 @@ from rpc.settings import EnvSettings, SettingsError
 from sandbox_image.code.channel import RUNNER_SOCKET, RUNNER_USER
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
+DEFAULT_FILTER_LISTS = "/opt/boxwright/filters"  # EasyList and EasyPrivacy (Dockerfile.sandbox)
 
 
 class SandboxSettings(EnvSettings):
@@ -67,6 +68,11 @@ class SandboxSettings(EnvSettings):
     # spare context and tab (browser.spare) adds ~130 MiB to every sandbox (61 → 190 MiB), browsing or not;
     # launching lazily costs the first browser call the launch, the context and the tab once.
     browser_prelaunch: bool = Field(False, description="Launch Chromium when the agent starts, not on first use")
+    filter_lists: str = Field(
+        DEFAULT_FILTER_LISTS,
+        description="Directory of the ad and tracker filter lists blockAds uses (*.txt, Adblock Plus syntax), or "
+        "of their engine serialized at image build (engine.dat)",
+    )
 
     keep_empty: ClassVar[frozenset[str]] = frozenset({"runner_socket_group"})
 

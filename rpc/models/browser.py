@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
 
 from rpc.models.base import Params, Result
 
@@ -294,10 +294,15 @@ class HttpAuth(Params):
     )
 
 
+# What blockResources may name: kinds whose absence changes no text a page shows (a stylesheet's would).
+BLOCKABLE_RESOURCES: tuple[str, ...] = ("image", "media", "font")
+BlockedResource = Literal["image", "media", "font"]
+
+
 class ContextOptions(Params):
     """How a browser context opens pages — a scrape's, or a browser session's: the device, language and
-    User-Agent they are shown for, whether a certificate the browser does not trust stops them, and one site's
-    HTTP credentials. Fixed when the context is made."""
+    User-Agent they are shown for, whether a certificate the browser does not trust stops them, one site's
+    HTTP credentials, and the requests it never makes. Fixed when the context is made."""
 
     mobile: bool = Field(
         False,
@@ -328,6 +333,24 @@ class ContextOptions(Params):
         description="A username and password for a site behind HTTP authentication (Basic, Digest, NTLM), given only "
         "when that site asks and only to it; never logged, listed or returned",
     )
+    blockAds: bool = Field(
+        False,
+        description="Do not load ads or trackers: requests EasyList and EasyPrivacy block (the lists uBlock Origin "
+        "starts with) are never made — pages load faster, and third parties see less. The page asked for itself "
+        "is always loaded. Default: false",
+    )
+    blockResources: list[BlockedResource] | None = Field(
+        None,
+        min_length=1,
+        max_length=len(BLOCKABLE_RESOURCES),
+        description="Kinds of resource never loaded: image, media (audio, video), font — a faster, lighter load "
+        "when only the text matters (image links stay in the page). Default: all are loaded",
+    )
+
+    @field_validator("blockResources")
+    @classmethod
+    def _each_kind_once(cls, kinds: list[str] | None) -> list[str] | None:
+        return None if kinds is None else sorted(set(kinds), key=BLOCKABLE_RESOURCES.index)
 
     def context_only(self) -> ContextOptions:
         """These fields alone, out of a model that adds others (scrape's, a session's)."""
@@ -364,6 +387,9 @@ class SessionInfo(Result):
     skipTlsVerification: bool = Field(False, description="It opens https:// pages whose certificate is not trusted")
     userAgent: str | None = Field(None, description="The User-Agent it sends, when not the browser's own")
     httpAuthOrigin: str | None = Field(None, description="The site it has HTTP credentials for (never the credentials)")
+    blockAds: bool = Field(False, description="It loads no ads or trackers")
+    blockResources: list[BlockedResource] | None = Field(None, description="The kinds of resource it never loads")
+    blockedRequests: int = Field(0, description="Requests it did not make (blockAds, blockResources) so far")
 
 
 class SessionsResult(Result):

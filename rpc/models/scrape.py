@@ -223,6 +223,9 @@ class ScrapeOutput(PageText, _Fetched):
         "read when the smart wait's bound ran out"
     )
     elapsedMs: int = Field(description="Time spent in the sandbox's browser")
+    blocked: int | None = Field(
+        None, description="With blockAds or blockResources: how many requests the page made that were not let through"
+    )
     reused: bool = Field(
         False,
         description="markdown/html with offset > 0: this part was cut from the text an earlier call of the same "

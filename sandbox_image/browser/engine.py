@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import ContextOptions
+from sandbox_image.browser import blocking
 from sandbox_image.browser.background import quietly
+from sandbox_image.browser.blocking import Blocked
 from sandbox_image.browser.errors import clean_message
 from sandbox_image.browser.launch import DRIVER_ENV, LAUNCH_ARGS, LAUNCH_TIMEOUT_MS, MOBILE_DEVICE, context_options
 from sandbox_image.browser.spare import Spare
@@ -34,6 +36,7 @@ log = logging.getLogger("boxwright.agent.browser")
 class Engine:
     def __init__(self, settings: SandboxSettings) -> None:
         self.settings = settings
+        self.ad_filter = blocking.AdFilter(settings.filter_lists)
         self.on_disconnect: Callable[[], None] = lambda: None
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
@@ -80,19 +83,27 @@ class Engine:
 
     async def new_context(
         self, storage_state: dict[str, Any] | None, options: ContextOptions
-    ) -> tuple[BrowserContext, Page | None]:
+    ) -> tuple[BrowserContext, Page | None, Blocked | None]:
         """A new context for a session, launching the browser if need be; with its first page already
         open when it is the spare (a plain session takes it; one with a login profile or options of its own
-        — a phone, a language, certificates not checked — closes it)."""
+        — a phone, a language, certificates not checked — closes it); with the counter of the requests it
+        does not make when the options block some (blocking.install)."""
         if storage_state is None and not options.changed():
             taken = await self.spare.take()
             if taken is not None:
-                return taken
+                return *taken, None
         else:
             self.spare.discard()
         browser = await self.browser()
         device = self._playwright.devices[MOBILE_DEVICE] if options.mobile and self._playwright is not None else None
-        return await browser.new_context(**context_options(storage_state, options, device)), None
+        context = await browser.new_context(**context_options(storage_state, options, device))
+        if not blocking.blocks(options):
+            return context, None, None
+        try:
+            return context, None, await blocking.install(context, options, self.ad_filter)
+        except BaseException:
+            await quietly(context.close())
+            raise
 
     async def _launch(self) -> Browser:
         started = time.monotonic()

@@ -148,6 +148,9 @@ class BrowserService:
                     skipTlsVerification=s.options.skipTlsVerification,
                     userAgent=s.options.userAgent,
                     httpAuthOrigin=s.options.httpAuth.origin if s.options.httpAuth else None,
+                    blockAds=s.options.blockAds,
+                    blockResources=s.options.blockResources,
+                    blockedRequests=s.blocked_requests,
                 )
                 for s in self.sessions.sessions.values()
             ],

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import MAX_SESSIONS, MAX_TABS_PER_SESSION, ContextOptions
 from sandbox_image.browser.background import close_when_done, quietly, spawn
+from sandbox_image.browser.blocking import Blocked
 from sandbox_image.browser.engine import Engine
 from sandbox_image.browser.tab import Tab
 
@@ -58,6 +59,7 @@ class Session:
         self._context: BrowserContext | None = None
         self._first_page: Page | None = None  # opened with the context (the spare's), not yet a tab
         self._context_task: asyncio.Task[BrowserContext] | None = None
+        self._blocked: Blocked | None = None  # when the options block requests (browser.blocking)
         self._open_lock = asyncio.Lock()  # the tab limit check and the page creation, together
 
     @property
@@ -66,7 +68,7 @@ class Session:
 
     # -- context and pages -------------------------------------------------------------------
     async def _new_context(self) -> BrowserContext:
-        context, self._first_page = await self.engine.new_context(self.storage_state, self.options)
+        context, self._first_page, self._blocked = await self.engine.new_context(self.storage_state, self.options)
         if self.closed:
             await quietly(context.close())
             raise BoxwrightError(ErrorCode.SESSION_NOT_FOUND, f"session {self.id!r} was closed")
@@ -89,6 +91,11 @@ class Session:
         except asyncio.CancelledError:
             task.add_done_callback(close_when_done)
             raise
+
+    @property
+    def blocked_requests(self) -> int:
+        """Requests its context did not make (blockAds, blockResources)."""
+        return self._blocked.count if self._blocked is not None else 0
 
     @property
     def context(self) -> BrowserContext | None:

@@ -30,6 +30,7 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import WaitForStableParams
 from rpc.models.profiles import StorageState
 from rpc.models.scrape import SCREENSHOT_FORMATS, ScrapePageParams, ScrapePageResult
+from sandbox_image.browser import blocking
 from sandbox_image.browser.background import quietly, spawn
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, execution_error
 from sandbox_image.browser.service import BrowserService
@@ -94,6 +95,8 @@ class ScrapeService:
                 async with tab.lock:
                     await tab.ensure_page()
                     result = await self._scrape(tab, params, budget, progress)
+                    if blocking.blocks(params):
+                        result = result.model_copy(update={"blocked": session.blocked_requests})
                     if params.exportState:  # what the page left (refreshed cookies), for the host's login profile
                         state, _ = await export_state(session, indexed_db=params.indexedDb)
                         result = result.model_copy(update={"storageState": StorageState.model_validate(state)})

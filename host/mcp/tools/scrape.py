@@ -82,6 +82,8 @@ def _summary(r: ScrapePageResult) -> str:
         what = f"{r.width}x{r.height} PNG" + (" (truncated)" if r.truncated else "")
     else:
         what = read_summary(r.format, r)
+    if r.blocked:
+        what += f", {r.blocked} requests blocked"
     reused = " — reused: cut from the text an earlier call read, the page not loaded again" if r.reused else ""
     return f"scrape ok: {r.url}{status} ({r.title}): {what}{reused}" + (SIGN_IN_NOTE if r.status == 401 else "")
 
@@ -114,6 +116,8 @@ DESCRIPTION = (
     "httpAuth {username, password} answers the site's HTTP password prompt (only that site's); "
     "skipTlsVerification=true opens an https site whose certificate is not trusted (one you trust); "
     "userAgent replaces the browser's User-Agent. "
+    "blockAds=true never loads ads or trackers (EasyList, EasyPrivacy); blockResources (image, media, font) "
+    "never loads those kinds, for a faster load when only the text matters. "
     "To read a page after clicking or typing in a browser tab, use browser_scrape on that tab instead. "
     "includeIframes=true also reads the page's visible frames in place (an embedded document; a frameset "
     "page's frames are always read)."
