@@ -300,6 +300,32 @@ async def behind_http_auth(p: Scraper) -> None:
     assert auth["password"] not in json.dumps([locked, wrong, opened, unnamed.data, listed])
 
 
+async def ads_not_loaded(p: Scraper) -> None:
+    """blockAds with the image's EasyList and EasyPrivacy: an ad script and a tracking pixel at paths those lists
+    block on any site are never asked for; without it they are. A browser session blocks alike."""
+    said = await p.s.call("scrape", {"url": f"{BASE}/shop", "sandboxId": p.sid, "blockAds": True,
+                                     "onlyMainContent": False})  # fmt: skip
+    quiet = said.data
+    assert "bidder false" in quiet["markdown"] and quiet["blocked"] >= 2, quiet
+    assert f", {quiet['blocked']} requests blocked" in said.summary, said.summary
+    assert (await p.ok("/probed"))["markdown"].split() == ["none"]
+    made = {"sandboxId": p.sid, "action": "create", "sessionId": "quiet", "blockAds": True, "blockResources": ["font"]}
+    created = await p.s.ok("browser_sessions", made)
+    try:
+        assert [(x["blockAds"], x["blockResources"]) for x in created["sessions"] if x["sessionId"] == "quiet"] == [
+            (True, ["font"])
+        ]
+        await p.s.ok("browser_goto", {"sandboxId": p.sid, "sessionId": "quiet", "url": f"{BASE}/shop"})
+        listed = await p.s.ok("browser_sessions", {"sandboxId": p.sid, "action": "list"})
+        assert [x["blockedRequests"] >= 2 for x in listed["sessions"] if x["sessionId"] == "quiet"] == [True]
+        assert (await p.ok("/probed"))["markdown"].split() == ["none"]
+    finally:
+        await p.s.ok("browser_sessions", {"sandboxId": p.sid, "action": "close", "sessionId": "quiet"})
+    loud = await p.ok("/shop", onlyMainContent=False)
+    assert "bidder true" in loud["markdown"] and loud["blocked"] is None, loud
+    assert (await p.ok("/probed"))["markdown"].split() == ["/js/prebid.js", "/pixel.gif"]
+
+
 async def network_policy(p: Scraper, client: docker.DockerClient, namespace: str) -> None:
     """The scrape goes through the sandbox's browser: public mode keeps the host out of reach."""
     decoy = Decoy(gateway_of(client, namespace))
@@ -380,6 +406,7 @@ async def test_scrape(
             await pages_that_fail(p)
             await self_signed_on_loopback_only(p)
             await behind_http_auth(p)
+            await ads_not_loaded(p)
             [box] = docker_client.containers.list(filters={"label": f"{labels.SANDBOX}={sid}"})
             assert b"staging-pw-31" not in box.logs()  # the agent's log (the site's own, too) never has it
             await network_policy(p, docker_client, namespace)

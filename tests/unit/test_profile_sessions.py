@@ -90,6 +90,9 @@ async def test_a_login_in_a_profile_session_is_published_and_reused(services: Se
             "skipTlsVerification": False,
             "userAgent": None,
             "httpAuthOrigin": None,
+            "blockAds": False,
+            "blockResources": None,
+            "blockedRequests": 0,
         } in created["sessions"]
 
         await mcp.ok("browser_goto", {"sessionId": s1, "url": f"{site}/login"})

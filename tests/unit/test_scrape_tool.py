@@ -85,8 +85,8 @@ def test_schemas_derive_from_the_models() -> None:
     assert schema["required"] == ["url"]
     assert set(props) == {
         "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "offset", "maxChars", "includeTags", "excludeTags",
-        "mobile", "locale", "skipTlsVerification", "userAgent", "httpAuth", "includeIframes", "profileId",
-        "sandboxId",
+        "mobile", "locale", "skipTlsVerification", "userAgent", "httpAuth", "blockAds", "blockResources",
+        "includeIframes", "profileId", "sandboxId",
     }  # fmt: skip
     assert props["offset"]["minimum"] == 0 and props["offset"]["default"] == 0
     assert props["includeIframes"]["default"] is False

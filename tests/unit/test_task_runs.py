@@ -358,6 +358,9 @@ async def test_trust_level_and_existing_sessions(agent: BrowserDriver, site: Tas
             "skipTlsVerification": False,
             "userAgent": None,
             "httpAuthOrigin": None,
+            "blockAds": False,
+            "blockResources": None,
+            "blockedRequests": 0,
         } in sessions
         listed = (await agent.call("task.list", status="succeeded"))["runs"]
         assert run_id in [r["runId"] for r in listed]

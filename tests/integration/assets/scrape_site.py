@@ -165,6 +165,13 @@ document.querySelectorAll("img.lazy").forEach((img) => seen.observe(img));</scri
 STUCK = """<!doctype html><html><head><title>Stuck</title></head><body><h1>Timers never fire</h1>
 <div style="height:3000px">Long.</div><script>window.setTimeout = () => 0;</script></body></html>"""
 ASKED: set[str] = set()
+# A shop page with an ad script and a tracking pixel of its own, at paths the image's EasyList and EasyPrivacy
+# block on any site (scrape's blockAds); what of them was asked for is PROBED.
+SHOP = """<!doctype html><html><head><title>Shop</title></head><body><main><h1>Walnut desk</h1>
+<p>A desk of solid walnut, oiled by hand.</p><img src="/pixel.gif?visit=1" alt=""><p id="ran"></p></main>
+<script src="/js/prebid.js"></script>
+<script>document.getElementById("ran").textContent = "bidder " + (window.bidder === true);</script></body></html>"""
+PROBED: set[str] = set()
 
 FRAMED = """<!doctype html><html><head><title>Framed</title></head><body><h1>Framed page</h1>
 <iframe src="http://localhost:PORT/article" width="800" height="600"></iframe></body></html>"""
@@ -207,6 +214,11 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/noise.png":
             ASKED.add(self.path)
             return self.send(NOISE, ctype="image/png")
+        if path in ("/js/prebid.js", "/pixel.gif"):
+            PROBED.add(path)
+            return self.send("window.bidder = true;", ctype="text/javascript")
+        if path == "/probed":
+            return self.send(" ".join(sorted(PROBED)) or "none", ctype="text/plain")
         if path == "/seen":
             return self.send(" ".join(sorted(ASKED)) or "none", ctype="text/plain")
         if path == "/language":  # scrape's locale and userAgent: what the browser asked for, as whom
@@ -222,7 +234,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(REPORT_PDF, ctype="application/pdf")
         pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,
                  "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE, "/desk": DESK, "/lazy": LAZY, "/more": MORE,
-                 "/stuck": STUCK, "/framed": FRAMED.replace("PORT", str(self.server.server_address[1]))}  # fmt: skip
+                 "/stuck": STUCK, "/shop": SHOP,
+                 "/framed": FRAMED.replace("PORT", str(self.server.server_address[1]))}  # fmt: skip
         if path in pages:
             return self.send(pages[path])
         return self.send(GONE, 404)

@@ -1,0 +1,193 @@
+"""blockAds and blockResources (sandbox_image/browser/blocking.py) against the real Chromium on this machine:
+which requests reach a server of the test's own, for a scrape and for a browser session.
+
+The ad filter here reads a few rules of the test's own in EasyList's syntax (the image's real EasyList and
+EasyPrivacy are exercised through MCP in tests/integration/test_scrape.py): the rules are the point of those
+lists, the routing and what is exempt from it are the point of this test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from rpc.errors import BoxwrightError, ErrorCode
+from sandbox_image import browser as browser_feature
+from sandbox_image.browser.blocking import ENGINE_FILE, load_engine, serialize
+from sandbox_image.config import SandboxSettings
+from sandbox_image.dispatcher import Dispatcher
+from sandbox_image.scrape import service as scrape_service
+from tests.unit.browser_harness import CHROMIUM, BrowserDriver
+from tests.unit.test_scrape_service import PNG_1X1, html, serve_routes
+
+RULES = """[Adblock Plus 2.0]
+! Title: Boxwright test list
+/ads/*
+@@/ads/allowed.js
+||localhost^$third-party
+"""
+
+# A shop page that loads an ad script, an allowed script under /ads/, a third-party pixel (localhost is
+# another site than 127.0.0.1), its own picture and an ad frame; its last script says what ran.
+SHOP = """<!doctype html><html><head><title>Shop</title></head><body><main><h1>Walnut desk</h1>
+<p>A desk of solid walnut, oiled by hand, with two drawers and brass handles.</p>
+<img src="/pic.png" alt="The desk"><img src="{other}/track.gif" alt="">
+<iframe src="/ads/frame.html"></iframe><p id="ran"></p></main>
+<script src="/ads/banner.js"></script><script src="/ads/allowed.js"></script>
+<script>document.getElementById("ran").textContent =
+  "banner " + (window.banner === true) + ", allowed " + (window.allowed === true);</script></body></html>"""
+
+
+@pytest.fixture(scope="module")
+async def site() -> AsyncIterator[tuple[str, collections.Counter[str]]]:
+    hits: collections.Counter[str] = collections.Counter()
+
+    def counted(make: Any) -> Any:
+        def handler(request: web.Request) -> web.StreamResponse:
+            hits[request.path] += 1
+            return make(request)
+
+        return handler
+
+    routes = {
+        "/shop": lambda r: html(SHOP.format(other=f"http://localhost:{r.url.port}")),
+        "/ads/banner.js": lambda _r: web.Response(text="window.banner = true;", content_type="text/javascript"),
+        "/ads/allowed.js": lambda _r: web.Response(text="window.allowed = true;", content_type="text/javascript"),
+        "/ads/frame.html": lambda _r: html("<p>Buy now</p>"),
+        "/ads/landing": lambda _r: html("<title>Ad landing</title><main><p>The page asked for itself.</p></main>"),
+        "/track.gif": lambda _r: web.Response(body=base64.b64decode(PNG_1X1), content_type="image/png"),
+        "/pic.png": lambda _r: web.Response(body=base64.b64decode(PNG_1X1), content_type="image/png"),
+    }
+    async with serve_routes({path: counted(make) for path, make in routes.items()}) as base:
+        yield base, hits
+
+
+@pytest.fixture(scope="module")
+async def driver(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[BrowserDriver]:
+    lists = tmp_path_factory.mktemp("filters")
+    (lists / "test-list.txt").write_text(RULES)
+    dispatcher = Dispatcher("agent")
+    service = browser_feature.register(dispatcher, SandboxSettings(chromium=CHROMIUM, filter_lists=str(lists)))
+    scrape_service.register(dispatcher, service)
+    yield BrowserDriver(service, dispatcher)
+    await service.on_cleanup(web.Application())
+
+
+async def shop(driver: BrowserDriver, base: str, **params: Any) -> dict[str, Any]:
+    return await driver.call("scrape.page", url=f"{base}/shop", onlyMainContent=False, **params)
+
+
+async def test_ads_and_trackers_are_never_requested(
+    driver: BrowserDriver, site: tuple[str, collections.Counter[str]]
+) -> None:
+    base, hits = site
+    hits.clear()
+    plain = await shop(driver, base)
+    assert "banner true, allowed true" in plain["markdown"] and plain.get("blocked") is None
+    assert min(hits["/ads/banner.js"], hits["/track.gif"], hits["/ads/frame.html"]) >= 1, hits
+
+    hits.clear()
+    blocked = await shop(driver, base, blockAds=True)
+    assert "banner false, allowed true" in blocked["markdown"], blocked["markdown"]
+    assert "Walnut desk" in blocked["markdown"] and "(/pic.png)" not in blocked["markdown"]  # links stay absolute
+    assert hits["/ads/banner.js"] == hits["/track.gif"] == hits["/ads/frame.html"] == 0, hits
+    assert hits["/ads/allowed.js"] == hits["/pic.png"] == 1, hits  # an exception rule, a first-party picture
+    assert blocked["blocked"] >= 3  # a picture that failed is asked for again when the page is read
+
+
+async def test_the_page_asked_for_is_always_loaded(
+    driver: BrowserDriver, site: tuple[str, collections.Counter[str]]
+) -> None:
+    base, _ = site
+    landing = await driver.call("scrape.page", url=f"{base}/ads/landing", blockAds=True)
+    assert landing["status"] == 200 and "The page asked for itself." in landing["markdown"]
+    assert landing["blocked"] == 0
+
+
+async def test_resource_kinds_are_never_requested(
+    driver: BrowserDriver, site: tuple[str, collections.Counter[str]]
+) -> None:
+    base, hits = site
+    hits.clear()
+    result = await shop(driver, base, blockResources=["image"])
+    assert hits["/pic.png"] == hits["/track.gif"] == 0 and hits["/ads/banner.js"] >= 1, hits
+    assert "banner true" in result["markdown"] and result["blocked"] >= 2
+    assert f"]({base}/pic.png)" in result["markdown"]  # the picture is still in the text, only never fetched
+    hits.clear()
+    both = await shop(driver, base, blockResources=["image", "font"], blockAds=True)
+    assert sum(hits[p] for p in ("/pic.png", "/track.gif", "/ads/banner.js", "/ads/frame.html")) == 0, hits
+    assert both["blocked"] >= 4
+
+
+async def test_a_session_that_blocks(driver: BrowserDriver, site: tuple[str, collections.Counter[str]]) -> None:
+    base, hits = site
+    created = await driver.call(
+        "browser.sessions", action="create", sessionId="quiet", blockAds=True, blockResources=["font", "image"]
+    )
+    try:
+        info = next(s for s in created["sessions"] if s["sessionId"] == "quiet")
+        assert info["blockAds"] is True and info["blockResources"] == ["image", "font"] and info["blockedRequests"] == 0
+        hits.clear()
+        await driver.call("browser.goto", sessionId="quiet", url=f"{base}/shop")
+        ran = await driver.call(
+            "browser.evaluate", sessionId="quiet", expression="document.getElementById('ran').textContent"
+        )
+        assert ran["value"] == "banner false, allowed true"
+        assert sum(hits[p] for p in ("/pic.png", "/track.gif", "/ads/banner.js", "/ads/frame.html")) == 0, hits
+        first = await blocked_in(driver, "quiet")
+        assert first >= 4
+        # A popup is a page of the same context: what it loads is blocked alike.
+        await driver.call("browser.evaluate", sessionId="quiet", expression=f"void window.open('{base}/shop')")
+        for _ in range(50):
+            if await blocked_in(driver, "quiet") >= 2 * first:
+                break
+            await asyncio.sleep(0.1)
+        assert await blocked_in(driver, "quiet") >= 2 * first and hits["/shop"] == 2, hits
+        assert sum(hits[p] for p in ("/pic.png", "/track.gif", "/ads/banner.js", "/ads/frame.html")) == 0, hits
+        late = await driver.error("browser.sessions", action="list", blockAds=True)
+        assert late.code is ErrorCode.INVALID_PARAMETER and late.details["errors"][0]["field"] == "blockAds"
+    finally:
+        await driver.call("browser.sessions", action="close", sessionId="quiet")
+
+
+async def blocked_in(driver: BrowserDriver, session_id: str) -> int:
+    listed = await driver.call("browser.sessions", action="list")
+    return int(next(s for s in listed["sessions"] if s["sessionId"] == session_id)["blockedRequests"])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"blockResources": ["stylesheet"]}, {"blockResources": []}, {"blockResources": "image"}, {"blockAds": "maybe"}],
+)
+async def test_bad_blocks_are_refused(driver: BrowserDriver, bad: dict[str, Any]) -> None:
+    err = await driver.error("scrape.page", url="http://127.0.0.1:9/", **bad)
+    assert err.code is ErrorCode.INVALID_PARAMETER and err.details["errors"][0]["field"].startswith(next(iter(bad)))
+    assert err.hint
+
+
+def test_no_lists_or_a_broken_engine_is_a_clear_error(tmp_path: Path) -> None:
+    for broken in (None, b"not an engine"):  # no lists at all; an engine file of another adblock version
+        if broken is not None:
+            (tmp_path / ENGINE_FILE).write_bytes(broken)
+        with pytest.raises(BoxwrightError) as caught:
+            load_engine(tmp_path)
+        assert caught.value.code is ErrorCode.EXECUTION_ERROR and "boxwright image build" in caught.value.hint
+
+
+def test_the_serialized_engine_blocks_as_the_lists_do(tmp_path: Path) -> None:
+    (tmp_path / "test-list.txt").write_text(RULES)
+    built = load_engine(tmp_path)
+    assert serialize(tmp_path) == tmp_path / ENGINE_FILE
+    loaded = load_engine(tmp_path)  # now from engine.dat
+    for url, kind in (("http://a.test/ads/x.js", "script"), ("http://a.test/ads/allowed.js", "script"),
+                      ("http://localhost/p.gif", "image"), ("http://a.test/app.js", "script")):  # fmt: skip
+        want = built.check_network_urls(url, "http://a.test/", kind).matched
+        assert loaded.check_network_urls(url, "http://a.test/", kind).matched is want
+    assert loaded.check_network_urls("http://a.test/ads/x.js", "http://a.test/", "script").matched is True
