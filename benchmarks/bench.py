@@ -1263,20 +1263,19 @@ def _mem_available_mib() -> float:
 
 
 @contextlib.asynccontextmanager
-async def local_page(h: Harness, sid: str, html: str) -> AsyncIterator[str]:
-    """`html` served from inside the sandbox (python -m http.server on loopback), so the network is not
-    measured; yields its URL and stops the server afterwards."""
+async def local_page(h: Harness, sid: str, html: str, server: str | None = None) -> AsyncIterator[str]:
+    """`html` served from inside the sandbox (python -m http.server on loopback, or the Python script `server`,
+    run with the port as its argument), so the network is not measured; yields its URL and stops the server
+    afterwards."""
     url = f"http://127.0.0.1:{PAGE_PORT}/"
     await h.call("file_write", {"sandboxId": sid, "path": "bench_site/index.html", "content": html})
+    command = f"exec python3 -m http.server {PAGE_PORT} --bind 127.0.0.1"
+    if server is not None:
+        await h.call("file_write", {"sandboxId": sid, "path": "bench_site/server.py", "content": server})
+        command = f"exec python3 server.py {PAGE_PORT}"
     started = await h.call(
         "code_run",
-        {
-            "sandboxId": sid,
-            "language": "bash",
-            "code": f"exec python3 -m http.server {PAGE_PORT} --bind 127.0.0.1",
-            "cwd": "bench_site",
-            "background": True,
-        },
+        {"sandboxId": sid, "language": "bash", "code": command, "cwd": "bench_site", "background": True},
     )
     try:
         wait = (
@@ -1441,6 +1440,106 @@ async def bench_scrape_parts(h: Harness, n: int) -> list[Series]:
             job_again.add((await part({**job, "offset": data["nextOffset"], "timeoutMs": 40_000 + i}, reused=False))[0])
             progress(f"{b} {i + 1}/{n}")
     return [first, again, kept, job_again, job_kept]
+
+
+# scrape_blocking: the article with what a news page loads beside it — ad and tracker scripts and pixels (at
+# paths EasyList and EasyPrivacy block on any site), pictures and a web font. The server answers each of those
+# after a delay, as a third party across the internet would (the article itself at once).
+ADS = 8
+PICTURES = 16
+AD_DELAY_S, PICTURE_DELAY_S = 0.3, 0.15
+BLOCKING_HTML = ARTICLE_HTML.replace(
+    "</head>",
+    "<style>@font-face{font-family:Bench;src:url(/font.woff2)}body{font-family:Bench,sans-serif}</style>"
+    + "".join(f"<script async src='/js/prebid.js?slot={i}'></script>" for i in range(ADS))
+    + "</head>",
+).replace(
+    "</article>",
+    "".join(f"<img src='/pixel.gif?event={i}' width='1' height='1' alt=''>" for i in range(ADS))
+    + "".join(f"<img src='/img/{i}.png' width='320' height='200' alt='Picture {i}'>" for i in range(PICTURES))
+    + "</article>",
+)
+BLOCKING_SERVER = f"""import sys, time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+class Handler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+    def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        if path == "/" or path == "/index.html":
+            return super().do_GET()
+        time.sleep({AD_DELAY_S} if path in ("/js/prebid.js", "/pixel.gif") else {PICTURE_DELAY_S})
+        body = b"window.bids = (window.bids || 0) + 1;" if path.endswith(".js") else bytes(20_000)
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+server.daemon_threads = True
+server.serve_forever()
+"""
+
+
+def agent_rss_mib(container: Container) -> float:
+    """The in-container agent's RSS (not Chromium's, not the code runner's), from the engine's view of it."""
+    top = container.top(ps_args="-o pid,rss,args")  # the engine needs the pid column
+    for _pid, rss, args in top["Processes"]:
+        if args.endswith("-m sandbox_image") and "tini" not in args:  # not PID 1, which started it
+            return int(rss) / 1024
+    raise BenchError("the agent process is not in the container's process list")
+
+
+@benchmark(
+    "scrape_blocking",
+    "scrape of a page with ads, trackers and pictures: blockAds / blockResources vs all loaded",
+    default_n=10,
+)
+async def bench_scrape_blocking(h: Harness, n: int) -> list[Series]:
+    """One page (BLOCKING_HTML) scraped with sandboxId: everything loaded (baseline), blockAds, blockResources
+    (image, media, font), and both; and what the ad filter costs the agent that loads it (its RSS before the
+    first blockAds scrape and after, in a sandbox of its own each round)."""
+    h.require_tools("scrape")
+    b = "scrape_blocking"
+    sid, _ = await h.shared_sandbox()
+    plain, ads, kinds, both = Series.group(
+        b,
+        "ms",
+        "scrape, everything loaded (baseline)",
+        "scrape, blockAds",
+        "scrape, blockResources: image, media, font",
+        "scrape, blockAds and blockResources",
+    )
+    rss_before, rss_after = Series.group(
+        b, "MiB", "agent RSS before its first blockAds scrape (baseline)", "agent RSS after it: the ad filter loaded"
+    )
+
+    async def timed(url: str, want_blocked: int, **blocks: Any) -> float:
+        ms, data = await h.timed_call("scrape", {"sandboxId": sid, "url": url, **blocks})
+        if "Part 19" not in json.dumps(data) or (data.get("blocked") or 0) < want_blocked:
+            raise BenchError(f"scrape {blocks} read {data.get('title')!r}, blocked {data.get('blocked')}")
+        return ms
+
+    async with local_page(h, sid, BLOCKING_HTML, BLOCKING_SERVER) as url:
+        await timed(url, 0)  # launches the browser: not counted
+        await timed(url, 2 * ADS, blockAds=True)  # loads the ad filter: not counted
+        for i in range(n):
+            plain.add(await timed(url, 0))
+            ads.add(await timed(url, 2 * ADS, blockAds=True))
+            kinds.add(await timed(url, ADS + PICTURES, blockResources=["image", "media", "font"]))
+            both.add(await timed(url, 2 * ADS + PICTURES, blockAds=True, blockResources=["image", "media", "font"]))
+            progress(f"{b} {i + 1}/{n}: {plain.samples[-1]:.0f} ms all loaded, {ads.samples[-1]:.0f} ms blockAds")
+    for i in range(min(n, 3)):
+        fresh = (await h.call("sandbox_create", {"name": f"bench-blocking-{i}"}))["sandboxId"]
+        try:
+            container = h.container_of(fresh)
+            page = f"http://127.0.0.1:{AGENT_PORT}/healthz"
+            await h.call("scrape", {"sandboxId": fresh, "url": page})  # the browser up, no filter
+            rss_before.add(agent_rss_mib(container))
+            await h.call("scrape", {"sandboxId": fresh, "url": page, "blockAds": True})
+            rss_after.add(agent_rss_mib(container))
+        finally:
+            await h.call("sandbox_destroy", {"sandboxId": fresh})
+    return [plain, ads, kinds, both, rss_before, rss_after]
 
 
 @benchmark("batch_extract", f"batch_extract_pages over {BATCH_PAGES} local pages", default_n=3)
