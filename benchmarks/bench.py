@@ -1399,19 +1399,21 @@ async def bench_browser_scrape(h: Harness, n: int) -> list[Series]:
 )
 async def bench_scrape_parts(h: Harness, n: int) -> list[Series]:
     """A long text read in parts (maxChars): the first call loads the page and the server keeps the whole
-    text; a next part (offset > 0, the same arguments) is cut from it (host/text_parts.py). The baseline is
+    text; a next part (offset > 0, the same arguments) is cut from it (host/readings.py). The baseline is
     the same next part with nothing kept — what every part cost before: the page loaded and read again
-    (forced by a timeoutMs of its own, which is part of the key). In a given sandbox, and without one (the
-    throw-away sandbox's own agent page, the one page it can load)."""
+    (forced by a timeoutMs of its own, which is part of the key). A first part asked again with maxAge is
+    answered from the same kept reading. In a given sandbox, and without one (the throw-away sandbox's own
+    agent page, the one page it can load)."""
     h.require_tools("scrape")
     b = "scrape_parts"
     sid, _ = await h.shared_sandbox()
     own = f"http://127.0.0.1:{AGENT_PORT}/healthz"
-    first, kept, again, job_kept, job_again = Series.group(
+    first, kept, aged, again, job_kept, job_again = Series.group(
         b,
         "ms",
         "first part, with sandboxId (page loaded, the text kept)",
         "next part, with sandboxId: cut from the kept text",
+        "first part again with maxAge, with sandboxId: from the kept reading",
         "next part, with sandboxId, nothing kept (the page loaded again; baseline)",
         "next part, no sandboxId: cut from the kept text",
         "next part, no sandboxId, nothing kept (a sandbox started, the page loaded; baseline)",
@@ -1433,13 +1435,14 @@ async def bench_scrape_parts(h: Harness, n: int) -> list[Series]:
             if offset is None:
                 raise BenchError(f"the article came back whole ({data.get('totalChars')} chars): no parts to read")
             kept.add((await part({**base, "offset": offset}, reused=True))[0])
+            aged.add((await part({**base, "maxAge": 60_000}, reused=True))[0])
             again.add((await part({**base, "offset": offset, "timeoutMs": 40_000 + i}, reused=False))[0])
             job = {"url": own, "maxChars": 20, "timeoutMs": 30_000 + i}
             _, data = await part(job, reused=False)
             job_kept.add((await part({**job, "offset": data["nextOffset"]}, reused=True))[0])
             job_again.add((await part({**job, "offset": data["nextOffset"], "timeoutMs": 40_000 + i}, reused=False))[0])
             progress(f"{b} {i + 1}/{n}")
-    return [first, again, kept, job_again, job_kept]
+    return [first, again, kept, aged, job_again, job_kept]
 
 
 # scrape_blocking: the article with what a news page loads beside it — ad and tracker scripts and pixels (at

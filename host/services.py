@@ -20,10 +20,10 @@ from host.config import Settings
 from host.image.builder import ensure_image
 from host.live import LiveViewService
 from host.profiles import ProfileSessions
+from host.readings import Readings
 from host.runs.manager import RunManager
 from host.sandboxes.jobs import JobSandboxes
 from host.sandboxes.manager import SandboxManager
-from host.text_parts import TextParts
 from rpc.errors import BoxwrightError, ErrorCode
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class Services:
         self.profiles = ProfileSessions(settings, self.manager)
         self.live = LiveViewService(settings, self.manager, self.profiles.publisher)
         self.jobs = JobSandboxes(self.manager)
-        self.text_parts = TextParts()  # scrape's long texts, kept for their next parts
+        self.readings = Readings()  # scrape's readings, kept for a long text's next parts and for maxAge
         self.runs = RunManager(settings, self.manager, self.jobs, profiles=self.profiles)
         self.manager.activity.sources.append(self.runs.uses_sandbox)  # the idle timeout keeps their sandboxes
         self.manager.activity.sources.append(self.live.views.watched)  # and those a person is driving

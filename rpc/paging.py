@@ -1,6 +1,6 @@
 """How a long text is cut into parts: at most maxChars characters and MAX_CONTENT_BYTES of JSON each,
 read on from `nextOffset`. The agent cuts scrape's text this way, and the host cuts a text it kept
-(host/text_parts.py) the same way, so a caller's offsets mean the same wherever the part came from."""
+(host/readings.py) the same way, so a caller's offsets mean the same wherever the part came from."""
 
 from __future__ import annotations
 

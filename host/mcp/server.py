@@ -53,7 +53,7 @@ TOOLSETS: dict[str, Callable[[Services], list[ToolSpec]]] = {
     "files": lambda s: files.tools(s.manager),
     "browser": lambda s: browser.tools(s.manager) + profiles.tools(s),
     "templates": lambda s: templates.tools(s.runs),
-    "scrape": lambda s: scrape.tools(s.manager, s.jobs, s.profiles, s.text_parts),
+    "scrape": lambda s: scrape.tools(s.manager, s.jobs, s.profiles, s.readings),
 }
 
 

@@ -46,6 +46,9 @@ MAX_LINKS_BYTES = 1 * MIB
 MAX_SCREENSHOT_BYTES = 4 * MIB  # the PNG; base64 makes it 5.3 MiB on the wire
 MAX_PAGE_BYTES = 8 * MIB  # the HTML to parse (the server's or the rendered one)
 MAX_PDF_BYTES = 32 * MIB  # a PDF to read as text (markdown, html, links)
+# How long the server keeps a page's text (markdown, html) or links after reading it: the next parts of a
+# long text come from that reading, and a call with maxAge may be answered from it (host/readings.py).
+MAX_REUSE_AGE_MS = 600_000
 
 
 MAX_SELECTORS = 20
@@ -143,6 +146,14 @@ class ScrapeRequest(ScrapeOptions):
         description="Scrape in this sandbox's browser (e.g. one serving the page). Omitted: in a sandbox the "
         "server manages for scraping — never one of yours",
     )
+    maxAge: int = Field(
+        0,
+        ge=0,
+        le=MAX_REUSE_AGE_MS,
+        description="markdown/html/links: answer from your own reading of the same page with the same arguments "
+        f"made at most this many ms ago (kept up to {MAX_REUSE_AGE_MS // 60_000} minutes), instead of loading it "
+        "again; reused and ageMs say so. 0 (default): always load the page",
+    )
 
 
 class ScrapePageParams(ScrapeOptions):
@@ -163,7 +174,7 @@ class ScrapePageParams(ScrapeOptions):
     wholeText: bool = Field(
         False,
         description="markdown/html: the whole text, whatever offset and maxChars say (up to rpc.paging's "
-        "MAX_WHOLE_BYTES); the host keeps it and cuts the parts itself (host/text_parts.py)",
+        "MAX_WHOLE_BYTES); the host keeps it and cuts the parts itself (host/readings.py)",
     )
 
 
@@ -228,10 +239,11 @@ class ScrapeOutput(PageText, _Fetched):
     )
     reused: bool = Field(
         False,
-        description="markdown/html with offset > 0: this part was cut from the text an earlier call of the same "
-        "arguments read (kept 10 minutes), not from loading the page again; url, title, status and metadata are "
-        "that reading's too",
+        description="The answer comes from an earlier call's reading of the page with the same arguments (a next "
+        "part, offset > 0, of a text kept 10 minutes; or a reading within maxAge), not from loading it again; "
+        "url, title, status and metadata are that reading's too",
     )
+    ageMs: int | None = Field(None, description="With reused: how long ago that reading was made")
 
 
 class ScrapePageResult(ScrapeOutput):

@@ -144,6 +144,8 @@ async def formats(p: Scraper) -> None:
         "siteName": "Fox Weekly",
         "image": f"{BASE}/img/fox.jpg",
     }
+    again = await p.ok("/article", maxAge=60_000)  # read again a moment later: from that reading
+    assert again["reused"] and again["markdown"] == md["markdown"] and 0 <= again["ageMs"] < 60_000, again
     desk = await p.ok("/desk")  # the tabs a click away come with the shown one (whole_page.hidden_tabs_follow)
     assert "made to order" in desk["markdown"] and "Width 140 centimetres" in desk["markdown"]
     assert "refresh the oil" in desk["markdown"] and "Privacy" not in desk["markdown"]

@@ -86,7 +86,7 @@ def test_schemas_derive_from_the_models() -> None:
     assert set(props) == {
         "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "offset", "maxChars", "includeTags", "excludeTags",
         "mobile", "locale", "skipTlsVerification", "userAgent", "httpAuth", "blockAds", "blockResources",
-        "includeIframes", "profileId", "sandboxId",
+        "includeIframes", "profileId", "sandboxId", "maxAge",
     }  # fmt: skip
     assert props["offset"]["minimum"] == 0 and props["offset"]["default"] == 0
     assert props["includeIframes"]["default"] is False
@@ -247,3 +247,36 @@ async def test_the_parts_of_a_long_text_come_from_one_reading(services: Services
         who[0] = "bob"  # the same arguments from another owner: never alice's reading
         theirs = await mcp.ok("scrape", {"url": url, "maxChars": 1500, "offset": first["nextOffset"]})
         assert not theirs["reused"] and LOADS[0] == loads + 4
+
+
+async def test_max_age_answers_from_a_recent_reading(services: Services, page_url: str) -> None:
+    """maxAge: a first call answered from the owner's own reading of the same arguments if it is no older; the
+    default (0), an older reading, other arguments or another owner load the page."""
+    who = ["alice"]
+    url = page_url + "changing"
+    async with serving(services, lambda _ctx: Caller(owner=who[0], session=who[0])) as mcp:
+        loads = LOADS[0]
+        read = await mcp.ok("scrape", {"url": url, "onlyMainContent": False})
+        assert not read["reused"] and read["ageMs"] is None and LOADS[0] == loads + 1
+        call = await mcp.call("scrape", {"url": url, "onlyMainContent": False, "maxAge": 60_000, "maxChars": 500})
+        again = call.data
+        assert again["reused"] and LOADS[0] == loads + 1 and 0 <= again["ageMs"] < 60_000, again
+        assert again["markdown"] == read["markdown"][: len(again["markdown"])] and again["totalChars"] == len(
+            read["markdown"]
+        )
+        assert "reused: from a reading" in call.summary, call.summary
+        fresh = await mcp.ok("scrape", {"url": url, "onlyMainContent": False})  # maxAge 0: always loaded
+        assert not fresh["reused"] and LOADS[0] == loads + 2 and f"Load {loads + 2}" in fresh["markdown"]
+        await asyncio.sleep(0.05)
+        old = await mcp.ok("scrape", {"url": url, "onlyMainContent": False, "maxAge": 10})  # older than 10 ms
+        assert not old["reused"] and LOADS[0] == loads + 3
+        links = await mcp.ok("scrape", {"url": url, "format": "links"})
+        kept = await mcp.ok("scrape", {"url": url, "format": "links", "maxAge": 60_000})
+        assert kept["reused"] and kept["links"] == links["links"] and LOADS[0] == loads + 4
+        html = await mcp.ok("scrape", {"url": url, "format": "html", "maxAge": 60_000})  # another format
+        assert not html["reused"] and LOADS[0] == loads + 5
+        who[0] = "bob"
+        theirs = await mcp.ok("scrape", {"url": url, "onlyMainContent": False, "maxAge": 60_000})
+        assert not theirs["reused"] and LOADS[0] == loads + 6
+        bad = await mcp.error("scrape", {"url": url, "maxAge": 600_001})
+        assert bad.code == "INVALID_PARAMETER" and bad.data["details"]["errors"][0]["field"] == "maxAge"

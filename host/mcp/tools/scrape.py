@@ -25,13 +25,13 @@ from typing import Any
 import anyio
 from mcp.types import ToolAnnotations
 
-from host import text_parts
+from host import readings
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.mcp.results import image
 from host.profiles import ProfileSessions
+from host.readings import Readings
 from host.sandboxes.jobs import JobSandboxes
 from host.sandboxes.manager import SandboxManager
-from host.text_parts import TextParts
 from rpc import methods
 from rpc.deadline import LADDER
 from rpc.errors import BoxwrightError
@@ -76,6 +76,10 @@ SIGN_IN_NOTE = (
 )
 
 
+def _age(ms: int) -> str:
+    return f"{ms} ms" if ms < 1000 else f"{ms / 1000:.0f} s"
+
+
 def _summary(r: ScrapePageResult) -> str:
     status = f" [{r.status}]" if r.status else ""
     if r.format in SCREENSHOT_FORMATS:
@@ -84,8 +88,15 @@ def _summary(r: ScrapePageResult) -> str:
         what = read_summary(r.format, r)
     if r.blocked:
         what += f", {r.blocked} requests blocked"
-    reused = " — reused: cut from the text an earlier call read, the page not loaded again" if r.reused else ""
+    reused = f" — reused: from a reading {_age(r.ageMs or 0)} ago, the page not loaded again" if r.reused else ""
     return f"scrape ok: {r.url}{status} ({r.title}): {what}{reused}" + (SIGN_IN_NOTE if r.status == 401 else "")
+
+
+def _answer_of(whole: ScrapePageResult, args: ScrapeRequest) -> ScrapePageResult:
+    """What the call asks of a whole reading: its part of a text, or the links as they are."""
+    if whole.format in readings.TEXT_FORMATS:
+        return readings.part_of(whole, args.offset, args.maxChars)
+    return whole
 
 
 def _present(r: ScrapePageResult, sandbox_id: str | None) -> ToolOutput:
@@ -106,7 +117,8 @@ DESCRIPTION = (
     "sandbox with sandboxId (e.g. one serving the page on localhost). The sandbox's network mode applies. "
     "maxChars limits the markdown/html to that many characters; offset=nextOffset reads on from where an "
     f"answer was cut. Text is cut at {MAX_CONTENT_BYTES // 1024 // 1024} MiB and links at {MAX_LINKS} "
-    "(truncated=true says so). "
+    "(truncated=true says so). maxAge=N (ms) answers from your own reading of the same arguments made at most "
+    "N ms ago instead of loading the page again (reused=true). "
     "An HTTP error status still returns the page. A PDF comes back as its text, an RSS or Atom feed as its "
     "entries, an XML sitemap as the pages it lists (markdown, html or links). "
     "includeTags/excludeTags (CSS selectors, as document.querySelectorAll takes them) choose the content "
@@ -125,26 +137,27 @@ DESCRIPTION = (
 
 
 def tools(
-    manager: SandboxManager, jobs: JobSandboxes, profiles: ProfileSessions, parts: TextParts
+    manager: SandboxManager, jobs: JobSandboxes, profiles: ProfileSessions, kept_readings: Readings
 ) -> list[ToolSpec[Any]]:
     async def scrape(inv: Invocation[ScrapeRequest]) -> ToolOutput:
         args = inv.args
-        # The owner check, before the profile or a kept text is touched; a throw-away sandbox is not named.
+        # The owner check, before the profile or a kept reading is touched; a throw-away sandbox is not named.
         sandbox_id = manager.resolve(inv.caller, args.sandboxId).id if args.sandboxId is not None else None
-        if args.format not in text_parts.TEXT_FORMATS:
+        if args.format not in readings.KEPT_FORMATS:
             return _present(await read(inv, whole=False), sandbox_id)
-        key = text_parts.key_of(inv.caller.owner, args)
-        kept = parts.get(key) if args.offset > 0 else None
-        if kept is not None:  # a next part of a text read a moment ago: cut from that reading
-            part = text_parts.part_of(kept, args.offset, args.maxChars)
-            return _present(part.model_copy(update={"reused": True, "elapsedMs": 0}), sandbox_id)
-        whole = await read(inv, whole=True)
+        key = readings.key_of(inv.caller.owner, args)
+        text = args.format in readings.TEXT_FORMATS
+        if text and args.offset > 0:  # a next part of a text read a moment ago: from that reading, whatever its age
+            kept = kept_readings.get(key)
+        else:
+            kept = kept_readings.get(key, args.maxAge) if args.maxAge > 0 else None
+        if kept is not None:
+            return _present(kept_readings.reused(kept, _answer_of(kept.result, args)), sandbox_id)
+        whole = await read(inv, whole=text)
         if whole.nextOffset is not None:  # too large to send whole (rpc.paging.MAX_WHOLE_BYTES): as before
             return _present(await read(inv, whole=False), sandbox_id)
-        part = text_parts.part_of(whole, args.offset, args.maxChars)
-        if part.nextOffset is not None:
-            parts.keep(key, whole)
-        return _present(part, sandbox_id)
+        kept_readings.keep(key, whole)
+        return _present(_answer_of(whole, args), sandbox_id)
 
     async def read(inv: Invocation[ScrapeRequest], *, whole: bool) -> ScrapePageResult:
         """The page read in a sandbox (the caller's, or a throw-away one); with `whole`, all its text."""
@@ -152,7 +165,7 @@ def tools(
         login = await profiles.snapshot(inv.caller, args.profileId)
         params = ScrapePageParams.model_validate(
             {
-                **args.model_dump(exclude={"profileId", "sandboxId"}, exclude_unset=True),
+                **args.model_dump(exclude={"profileId", "sandboxId", "maxAge"}, exclude_unset=True),
                 "storageState": login.state,
                 "exportState": True,
                 "indexedDb": manager.settings.include_indexed_db_in_snapshot,
