@@ -347,6 +347,13 @@ class ContextOptions(Params):
         "when only the text matters (image links stay in the page). Default: all are loaded",
     )
 
+    blockCookieBanners: bool = Field(
+        False,
+        description="Refuse cookie-consent popups: DuckDuckGo's autoconsent rules for hundreds of consent managers "
+        "(and popups found by their wording) click the refusal and hide the popup, so it neither covers the page "
+        "nor ends up in its text. Default: false",
+    )
+
     @field_validator("blockResources")
     @classmethod
     def _each_kind_once(cls, kinds: list[str] | None) -> list[str] | None:
@@ -390,6 +397,10 @@ class SessionInfo(Result):
     blockAds: bool = Field(False, description="It loads no ads or trackers")
     blockResources: list[BlockedResource] | None = Field(None, description="The kinds of resource it never loads")
     blockedRequests: int = Field(0, description="Requests it did not make (blockAds, blockResources) so far")
+    blockCookieBanners: bool = Field(False, description="It refuses cookie-consent popups")
+    cookieBanners: list[str] = Field(
+        default_factory=list, description="The consent managers whose popup it refused so far (e.g. 'onetrust')"
+    )
 
 
 class SessionsResult(Result):

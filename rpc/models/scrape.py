@@ -237,6 +237,11 @@ class ScrapeOutput(PageText, _Fetched):
     blocked: int | None = Field(
         None, description="With blockAds or blockResources: how many requests the page made that were not let through"
     )
+    cookieBanners: list[str] | None = Field(
+        None,
+        description="With blockCookieBanners: the consent managers whose popup was refused (e.g. 'onetrust'); "
+        "empty when none was found",
+    )
     reused: bool = Field(
         False,
         description="The answer comes from an earlier call's reading of the page with the same arguments (a next "

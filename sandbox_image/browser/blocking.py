@@ -1,5 +1,6 @@
 """The requests a context never makes: ads and trackers (`blockAds`) and whole kinds of resource
-(`blockResources`), for a scrape's context and a browser session's alike.
+(`blockResources`), for a scrape's context and a browser session's alike; and, through consent.py, the
+cookie-consent popups it refuses (`blockCookieBanners`).
 
 Every request of such a context passes one Playwright route (the context's, so popups and frames are
 covered; service workers are blocked in it by launch.context_options, so none fetches past the route).
@@ -23,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import ContextOptions
+from sandbox_image.browser import consent
 from sandbox_image.browser.background import quietly
+from sandbox_image.browser.consent import Consent
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Request, Route
@@ -45,9 +48,10 @@ _REQUEST_TYPES = {
 
 @dataclass
 class Blocked:
-    """How many requests a context did not make."""
+    """How many requests a context did not make, and what its consent script did (blockCookieBanners)."""
 
     count: int = 0
+    consent: Consent | None = None
 
 
 class AdFilter:
@@ -93,14 +97,19 @@ def load_engine(directory: Path) -> Any:
 
 
 def blocks(options: ContextOptions) -> bool:
-    return options.blockAds or bool(options.blockResources)
+    return options.blockAds or bool(options.blockResources) or options.blockCookieBanners
 
 
 async def install(context: BrowserContext, options: ContextOptions, ad_filter: AdFilter) -> Blocked:
-    """Route every request of `context` past the options' blocks; the counter of what was not made."""
+    """Route every request of `context` past the options' blocks, and start refusing consent popups when
+    asked; the record of what was held back."""
+    blocked = Blocked()
+    if options.blockCookieBanners:
+        blocked.consent = await consent.install(context)
+    if not (options.blockAds or options.blockResources):
+        return blocked
     kinds = frozenset(options.blockResources or ())
     engine = await ad_filter.engine() if options.blockAds else None
-    blocked = Blocked()
 
     async def handle(route: Route, request: Request) -> None:
         if _blocked(request, kinds, engine):

@@ -151,6 +151,8 @@ class BrowserService:
                     blockAds=s.options.blockAds,
                     blockResources=s.options.blockResources,
                     blockedRequests=s.blocked_requests,
+                    blockCookieBanners=s.options.blockCookieBanners,
+                    cookieBanners=list(s.consent.refused) if s.consent is not None else [],
                 )
                 for s in self.sessions.sessions.values()
             ],

@@ -16,6 +16,7 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import MAX_SESSIONS, MAX_TABS_PER_SESSION, ContextOptions
 from sandbox_image.browser.background import close_when_done, quietly, spawn
 from sandbox_image.browser.blocking import Blocked
+from sandbox_image.browser.consent import Consent
 from sandbox_image.browser.engine import Engine
 from sandbox_image.browser.tab import Tab
 
@@ -96,6 +97,11 @@ class Session:
     def blocked_requests(self) -> int:
         """Requests its context did not make (blockAds, blockResources)."""
         return self._blocked.count if self._blocked is not None else 0
+
+    @property
+    def consent(self) -> Consent | None:
+        """What its consent script did (blockCookieBanners), once its context is made."""
+        return self._blocked.consent if self._blocked is not None else None
 
     @property
     def context(self) -> BrowserContext | None:

@@ -30,8 +30,8 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import WaitForStableParams
 from rpc.models.profiles import StorageState
 from rpc.models.scrape import SCREENSHOT_FORMATS, ScrapePageParams, ScrapePageResult
-from sandbox_image.browser import blocking
 from sandbox_image.browser.background import quietly, spawn
+from sandbox_image.browser.consent import CONSENT_WAIT_MAX_S
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, execution_error
 from sandbox_image.browser.service import BrowserService
 from sandbox_image.browser.sessions import Session
@@ -95,8 +95,10 @@ class ScrapeService:
                 async with tab.lock:
                     await tab.ensure_page()
                     result = await self._scrape(tab, params, budget, progress)
-                    if blocking.blocks(params):
+                    if params.blockAds or params.blockResources:
                         result = result.model_copy(update={"blocked": session.blocked_requests})
+                    if session.consent is not None:
+                        result = result.model_copy(update={"cookieBanners": list(session.consent.refused)})
                     if params.exportState:  # what the page left (refreshed cookies), for the host's login profile
                         state, _ = await export_state(session, indexed_db=params.indexedDb)
                         result = result.model_copy(update={"storageState": StorageState.model_validate(state)})
@@ -152,6 +154,9 @@ class ScrapeService:
             bound = min(SMART_WAIT_MAX_S, budget.remaining() - reserve)
             settled = await self._smart_wait(tab, bound)
             wait = "settled" if settled else "unsettled"
+        consent = tab.session.consent
+        if consent is not None and await consent.settle(min(CONSENT_WAIT_MAX_S, budget.remaining() - reserve)):
+            await self._smart_wait(tab, min(SMART_WAIT_MAX_S, budget.remaining() - reserve))  # after the popup went
         if fmt == "fullscreenshot":
             # What loads on sight (lazy images) loads before the capture: scroll the page through, then
             # wait for the network and the DOM once more. Within what the wait above left.

@@ -88,6 +88,8 @@ def _summary(r: ScrapePageResult) -> str:
         what = read_summary(r.format, r)
     if r.blocked:
         what += f", {r.blocked} requests blocked"
+    if r.cookieBanners:
+        what += f", cookie banner refused ({', '.join(r.cookieBanners)})"
     reused = f" — reused: from a reading {_age(r.ageMs or 0)} ago, the page not loaded again" if r.reused else ""
     return f"scrape ok: {r.url}{status} ({r.title}): {what}{reused}" + (SIGN_IN_NOTE if r.status == 401 else "")
 
@@ -130,6 +132,8 @@ DESCRIPTION = (
     "userAgent replaces the browser's User-Agent. "
     "blockAds=true never loads ads or trackers (EasyList, EasyPrivacy); blockResources (image, media, font) "
     "never loads those kinds, for a faster load when only the text matters. "
+    "blockCookieBanners=true refuses cookie-consent popups (DuckDuckGo's autoconsent rules) so they neither "
+    "cover a screenshot nor end up in the text. "
     "To read a page after clicking or typing in a browser tab, use browser_scrape on that tab instead. "
     "includeIframes=true also reads the page's visible frames in place (an embedded document; a frameset "
     "page's frames are always read)."
