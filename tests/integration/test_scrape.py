@@ -328,6 +328,18 @@ async def ads_not_loaded(p: Scraper) -> None:
     assert (await p.ok("/probed"))["markdown"].split() == ["/js/prebid.js", "/pixel.gif"]
 
 
+async def cookie_banners_refused(p: Scraper) -> None:
+    """blockCookieBanners on the image's headless shell: the popup refused (the site told so), gone from the text."""
+    shown = await p.ok("/consent-page", onlyMainContent=False)
+    assert "We use cookies" in shown["markdown"] and shown["cookieBanners"] is None
+    said = await p.s.call("scrape", {"url": f"{BASE}/consent-page", "sandboxId": p.sid, "onlyMainContent": False,
+                                     "blockCookieBanners": True})  # fmt: skip
+    refused = said.data
+    assert "We use cookies" not in refused["markdown"] and "Walnut desk" in refused["markdown"], refused
+    assert refused["cookieBanners"] == ["Complianz banner"] and "cookie banner refused" in said.summary, said.summary
+    assert "/consent?choice=deny" in (await p.ok("/probed"))["markdown"].split()
+
+
 async def network_policy(p: Scraper, client: docker.DockerClient, namespace: str) -> None:
     """The scrape goes through the sandbox's browser: public mode keeps the host out of reach."""
     decoy = Decoy(gateway_of(client, namespace))
@@ -409,6 +421,7 @@ async def test_scrape(
             await self_signed_on_loopback_only(p)
             await behind_http_auth(p)
             await ads_not_loaded(p)
+            await cookie_banners_refused(p)
             [box] = docker_client.containers.list(filters={"label": f"{labels.SANDBOX}={sid}"})
             assert b"staging-pw-31" not in box.logs()  # the agent's log (the site's own, too) never has it
             await network_policy(p, docker_client, namespace)

@@ -21,6 +21,7 @@ from aiohttp import web
 from rpc.errors import BoxwrightError, ErrorCode
 from sandbox_image import browser as browser_feature
 from sandbox_image.browser.blocking import ENGINE_FILE, load_engine, serialize
+from sandbox_image.browser.consent import Consent
 from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.scrape import service as scrape_service
@@ -45,6 +46,18 @@ SHOP = """<!doctype html><html><head><title>Shop</title></head><body><main><h1>W
   "banner " + (window.banner === true) + ", allowed " + (window.allowed === true);</script></body></html>"""
 
 
+# A consent popup of the Complianz kind (one autoconsent has a rule for): its Deny button records the choice.
+CONSENT = """<!doctype html><html><head><title>Desk shop</title></head><body>
+<div id="cmplz-cookiebanner-container"><div class="cmplz-cookiebanner"
+ style="position:fixed;bottom:0;left:0;right:0;background:#fff;padding:2em">
+<p>We use cookies to improve your experience on our website and for marketing.</p>
+<button class="cmplz-accept" onclick="fetch('/consent?choice=accept')">Accept</button>
+<button class="cmplz-deny" onclick="document.cookie='cmplz_banner-status=dismissed';fetch('/consent?choice=deny');
+this.closest('.cmplz-cookiebanner').remove()">Deny</button></div></div>
+<main><h1>Walnut desk</h1><p>A desk of solid walnut, oiled by hand, with two drawers and brass handles.</p></main>
+</body></html>"""
+
+
 @pytest.fixture(scope="module")
 async def site() -> AsyncIterator[tuple[str, collections.Counter[str]]]:
     hits: collections.Counter[str] = collections.Counter()
@@ -62,6 +75,8 @@ async def site() -> AsyncIterator[tuple[str, collections.Counter[str]]]:
         "/ads/allowed.js": lambda _r: web.Response(text="window.allowed = true;", content_type="text/javascript"),
         "/ads/frame.html": lambda _r: html("<p>Buy now</p>"),
         "/ads/landing": lambda _r: html("<title>Ad landing</title><main><p>The page asked for itself.</p></main>"),
+        "/consent-page": lambda _r: html(CONSENT),
+        "/consent": lambda r: web.Response(text=r.query.get("choice", "")),
         "/track.gif": lambda _r: web.Response(body=base64.b64decode(PNG_1X1), content_type="image/png"),
         "/pic.png": lambda _r: web.Response(body=base64.b64decode(PNG_1X1), content_type="image/png"),
     }
@@ -162,6 +177,38 @@ async def blocked_in(driver: BrowserDriver, session_id: str) -> int:
     return int(next(s for s in listed["sessions"] if s["sessionId"] == session_id)["blockedRequests"])
 
 
+async def test_cookie_banners_are_refused(driver: BrowserDriver, site: tuple[str, collections.Counter[str]]) -> None:
+    base, hits = site
+    hits.clear()
+    plain = await driver.call("scrape.page", url=f"{base}/consent-page", onlyMainContent=False)
+    assert "We use cookies" in plain["markdown"] and plain.get("cookieBanners") is None
+    assert hits["/consent"] == 0
+    refused = await driver.call(
+        "scrape.page", url=f"{base}/consent-page", onlyMainContent=False, blockCookieBanners=True
+    )
+    assert "We use cookies" not in refused["markdown"] and "Walnut desk" in refused["markdown"], refused["markdown"]
+    assert refused["cookieBanners"] == ["Complianz banner"] and hits["/consent"] == 1, (refused, hits)
+    shot = await driver.call("scrape.page", url=f"{base}/consent-page", format="screenshot", blockCookieBanners=True)
+    assert shot["cookieBanners"] == ["Complianz banner"]
+    nothing = await driver.call("scrape.page", url=f"{base}/shop", blockCookieBanners=True)
+    assert nothing["cookieBanners"] == [] and nothing["elapsedMs"] < 10_000
+
+    await driver.call("browser.sessions", action="create", sessionId="polite", blockCookieBanners=True)
+    try:
+        await driver.call("browser.goto", sessionId="polite", url=f"{base}/consent-page")
+        for _ in range(50):
+            listed = await driver.call("browser.sessions", action="list")
+            info = next(s for s in listed["sessions"] if s["sessionId"] == "polite")
+            if info["cookieBanners"]:
+                break
+            await asyncio.sleep(0.1)
+        assert info["blockCookieBanners"] is True and info["cookieBanners"] == ["Complianz banner"], info
+        left = await driver.call("browser.evaluate", sessionId="polite", expression="document.cookie")
+        assert "cmplz_banner-status=dismissed" in left["value"]
+    finally:
+        await driver.call("browser.sessions", action="close", sessionId="polite")
+
+
 @pytest.mark.parametrize(
     "bad",
     [{"blockResources": ["stylesheet"]}, {"blockResources": []}, {"blockResources": "image"}, {"blockAds": "maybe"}],
@@ -191,3 +238,29 @@ def test_the_serialized_engine_blocks_as_the_lists_do(tmp_path: Path) -> None:
         want = built.check_network_urls(url, "http://a.test/", kind).matched
         assert loaded.check_network_urls(url, "http://a.test/", kind).matched is want
     assert loaded.check_network_urls("http://a.test/ads/x.js", "http://a.test/", "script").matched is True
+
+
+async def test_a_scrape_waits_for_the_consent_script_only_as_long_as_it_must() -> None:
+    """Consent.settle on the states the script reports (pure logic: the real script is exercised above)."""
+    loop = asyncio.get_running_loop()
+
+    async def reports(consent: Consent, *states: tuple[str, int, bool]) -> None:
+        for state, attempts, detected in states:
+            await asyncio.sleep(0.05)
+            consent.main_state, consent.attempts, consent.detected = state, attempts, detected
+            consent.changed.set()
+
+    done = Consent(main_state="done", attempts=1, detected=True)  # dealt with while the page settled
+    assert await done.settle(5) is False
+    quiet = Consent(main_state="started", attempts=1)
+    started = loop.time()
+    feed = asyncio.create_task(reports(quiet, ("started", 2, False)))  # the second look finds nothing
+    assert await quiet.settle(5) is False and loop.time() - started < 1
+    await feed
+    popup = Consent(main_state="started", attempts=1)
+    feed = asyncio.create_task(reports(popup, ("cmpDetected", 1, True), ("runningOptOut", 1, True), ("done", 1, True)))
+    assert await popup.settle(5) is True and popup.main_state == "done"  # waited for it: the page changed
+    await feed
+    silent = Consent(main_state="started", attempts=1)  # never looks again: bounded
+    started = loop.time()
+    assert await silent.settle(0.3) is False and loop.time() - started < 1

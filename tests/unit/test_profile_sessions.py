@@ -93,6 +93,8 @@ async def test_a_login_in_a_profile_session_is_published_and_reused(services: Se
             "blockAds": False,
             "blockResources": None,
             "blockedRequests": 0,
+            "blockCookieBanners": False,
+            "cookieBanners": [],
         } in created["sessions"]
 
         await mcp.ok("browser_goto", {"sessionId": s1, "url": f"{site}/login"})

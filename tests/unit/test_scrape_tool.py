@@ -86,6 +86,7 @@ def test_schemas_derive_from_the_models() -> None:
     assert set(props) == {
         "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "offset", "maxChars", "includeTags", "excludeTags",
         "mobile", "locale", "skipTlsVerification", "userAgent", "httpAuth", "blockAds", "blockResources",
+        "blockCookieBanners",
         "includeIframes", "profileId", "sandboxId", "maxAge",
     }  # fmt: skip
     assert props["offset"]["minimum"] == 0 and props["offset"]["default"] == 0

@@ -361,6 +361,8 @@ async def test_trust_level_and_existing_sessions(agent: BrowserDriver, site: Tas
             "blockAds": False,
             "blockResources": None,
             "blockedRequests": 0,
+            "blockCookieBanners": False,
+            "cookieBanners": [],
         } in sessions
         listed = (await agent.call("task.list", status="succeeded"))["runs"]
         assert run_id in [r["runId"] for r in listed]

@@ -172,6 +172,16 @@ SHOP = """<!doctype html><html><head><title>Shop</title></head><body><main><h1>W
 <script src="/js/prebid.js"></script>
 <script>document.getElementById("ran").textContent = "bidder " + (window.bidder === true);</script></body></html>"""
 PROBED: set[str] = set()
+# A consent popup of the Complianz kind (autoconsent has a rule for it): its Deny button tells the server.
+CONSENT = """<!doctype html><html><head><title>Desk shop</title></head><body>
+<div id="cmplz-cookiebanner-container"><div class="cmplz-cookiebanner"
+ style="position:fixed;bottom:0;left:0;right:0;background:#fff;padding:2em">
+<p>We use cookies to improve your experience on our website and for marketing.</p>
+<button class="cmplz-accept" onclick="fetch('/consent?choice=accept')">Accept</button>
+<button class="cmplz-deny" onclick="document.cookie='cmplz_banner-status=dismissed';fetch('/consent?choice=deny');
+this.closest('.cmplz-cookiebanner').remove()">Deny</button></div></div>
+<main><h1>Walnut desk</h1><p>A desk of solid walnut, oiled by hand, with two drawers and brass handles.</p></main>
+</body></html>"""
 
 FRAMED = """<!doctype html><html><head><title>Framed</title></head><body><h1>Framed page</h1>
 <iframe src="http://localhost:PORT/article" width="800" height="600"></iframe></body></html>"""
@@ -217,6 +227,9 @@ class Handler(BaseHTTPRequestHandler):
         if path in ("/js/prebid.js", "/pixel.gif"):
             PROBED.add(path)
             return self.send("window.bidder = true;", ctype="text/javascript")
+        if path == "/consent":
+            PROBED.add(self.path)
+            return self.send("noted", ctype="text/plain")
         if path == "/probed":
             return self.send(" ".join(sorted(PROBED)) or "none", ctype="text/plain")
         if path == "/seen":
@@ -234,7 +247,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(REPORT_PDF, ctype="application/pdf")
         pages = {"/article": ARTICLE, "/timer": TIMER, "/late": LATE, "/nav-only": NAV_ONLY, "/big": BIG,
                  "/to-https": TO_HTTPS, "/to-article": TO_ARTICLE, "/desk": DESK, "/lazy": LAZY, "/more": MORE,
-                 "/stuck": STUCK, "/shop": SHOP,
+                 "/stuck": STUCK, "/shop": SHOP, "/consent-page": CONSENT,
                  "/framed": FRAMED.replace("PORT", str(self.server.server_address[1]))}  # fmt: skip
         if path in pages:
             return self.send(pages[path])
