@@ -1469,7 +1469,7 @@ class Handler(SimpleHTTPRequestHandler):
         pass
     def do_GET(self):
         path = self.path.split("?", 1)[0]
-        if path == "/" or path == "/index.html":
+        if path == "/" or path.endswith(".html"):
             return super().do_GET()
         time.sleep({AD_DELAY_S} if path in ("/js/prebid.js", "/pixel.gif") else {PICTURE_DELAY_S})
         body = b"window.bids = (window.bids || 0) + 1;" if path.endswith(".js") else bytes(20_000)
@@ -1481,6 +1481,16 @@ server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
 server.daemon_threads = True
 server.serve_forever()
 """
+
+
+# The article under a consent popup of the Complianz kind (autoconsent has a rule for it).
+CONSENT_HTML = ARTICLE_HTML.replace(
+    "<body>",
+    "<body><div id='cmplz-cookiebanner-container'><div class='cmplz-cookiebanner' style='position:fixed;bottom:0'>"
+    "<p>We use cookies to improve your experience.</p><button class='cmplz-accept'>Accept</button>"
+    "<button class='cmplz-deny' onclick=\"document.cookie='cmplz_banner-status=dismissed';"
+    "this.closest('.cmplz-cookiebanner').remove()\">Deny</button></div></div>",
+)
 
 
 def agent_rss_mib(container: Container) -> float:
@@ -1499,8 +1509,9 @@ def agent_rss_mib(container: Container) -> float:
 )
 async def bench_scrape_blocking(h: Harness, n: int) -> list[Series]:
     """One page (BLOCKING_HTML) scraped with sandboxId: everything loaded (baseline), blockAds, blockResources
-    (image, media, font), and both; and what the ad filter costs the agent that loads it (its RSS before the
-    first blockAds scrape and after, in a sandbox of its own each round)."""
+    (image, media, font), and both; the article alone and under a consent popup, with and without
+    blockCookieBanners; and what the ad filter costs the agent that loads it (its RSS before the first
+    blockAds scrape and after, in a sandbox of its own each round)."""
     h.require_tools("scrape")
     b = "scrape_blocking"
     sid, _ = await h.shared_sandbox()
@@ -1511,6 +1522,14 @@ async def bench_scrape_blocking(h: Harness, n: int) -> list[Series]:
         "scrape, blockAds",
         "scrape, blockResources: image, media, font",
         "scrape, blockAds and blockResources",
+    )
+    article, article_consent, popup, refused = Series.group(
+        b,
+        "ms",
+        "scrape of the article alone (baseline)",
+        "scrape of the article alone, blockCookieBanners (no popup: the consent script's cost)",
+        "scrape of the article under a consent popup (baseline: the popup read as text)",
+        "scrape of the article under a consent popup, blockCookieBanners (refused)",
     )
     rss_before, rss_after = Series.group(
         b, "MiB", "agent RSS before its first blockAds scrape (baseline)", "agent RSS after it: the ad filter loaded"
@@ -1531,6 +1550,27 @@ async def bench_scrape_blocking(h: Harness, n: int) -> list[Series]:
             kinds.add(await timed(url, ADS + PICTURES, blockResources=["image", "media", "font"]))
             both.add(await timed(url, 2 * ADS + PICTURES, blockAds=True, blockResources=["image", "media", "font"]))
             progress(f"{b} {i + 1}/{n}: {plain.samples[-1]:.0f} ms all loaded, {ads.samples[-1]:.0f} ms blockAds")
+        await h.call("file_write", {"sandboxId": sid, "path": "bench_site/article.html", "content": ARTICLE_HTML})
+        await h.call("file_write", {"sandboxId": sid, "path": "bench_site/consent.html", "content": CONSENT_HTML})
+
+        async def consent(page: str, refuse: bool) -> float:
+            # The whole page: the main content leaves a popup out either way.
+            args = {"sandboxId": sid, "url": url + page, "blockCookieBanners": refuse, "onlyMainContent": False}
+            ms, data = await h.timed_call("scrape", args)
+            shown = "We use cookies" in json.dumps(data)
+            if "Part 19" not in json.dumps(data) or (page == "consent.html" and shown is refuse):
+                raise BenchError(
+                    f"scrape {args} read {data.get('title')!r}, cookie banners {data.get('cookieBanners')}"
+                )
+            return ms
+
+        await consent("consent.html", True)  # the consent assets read once: not counted
+        for i in range(n):
+            article.add(await consent("article.html", False))
+            article_consent.add(await consent("article.html", True))
+            popup.add(await consent("consent.html", False))
+            refused.add(await consent("consent.html", True))
+            progress(f"{b} consent {i + 1}/{n}: {article.samples[-1]:.0f} / {article_consent.samples[-1]:.0f} ms")
     for i in range(min(n, 3)):
         fresh = (await h.call("sandbox_create", {"name": f"bench-blocking-{i}"}))["sandboxId"]
         try:
@@ -1542,7 +1582,7 @@ async def bench_scrape_blocking(h: Harness, n: int) -> list[Series]:
             rss_after.add(agent_rss_mib(container))
         finally:
             await h.call("sandbox_destroy", {"sandboxId": fresh})
-    return [plain, ads, kinds, both, rss_before, rss_after]
+    return [plain, ads, kinds, both, article, article_consent, popup, refused, rss_before, rss_after]
 
 
 @benchmark("batch_extract", f"batch_extract_pages over {BATCH_PAGES} local pages", default_n=3)
