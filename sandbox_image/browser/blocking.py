@@ -1,6 +1,7 @@
 """The requests a context never makes: ads and trackers (`blockAds`) and whole kinds of resource
-(`blockResources`), for a scrape's context and a browser session's alike; and, through consent.py, the
-cookie-consent popups it refuses (`blockCookieBanners`).
+(`blockResources`), for a scrape's context and a browser session's alike; through cosmetic.py the ad
+elements left in its pages, hidden (`blockAds`); and through consent.py the cookie-consent popups it
+refuses (`blockCookieBanners`).
 
 Every request of such a context passes one Playwright route (the context's, so popups and frames are
 covered; service workers are blocked in it by launch.context_options, so none fetches past the route).
@@ -10,7 +11,7 @@ a tab's main-frame navigation — is never blocked: a caller who names a URL get
 Ads and trackers are matched by Brave's adblock-rust engine (the `adblock` package) over EasyList and
 EasyPrivacy as Debian's uBlock Origin ships them (Dockerfile.sandbox copies the two lists and serializes
 the engine at image build). The engine is loaded once per agent, on the first context that asks:
-measured in docs/benchmarks.md ("Ad and tracker blocking"), it costs that agent ~50 MiB, and each
+measured in docs/benchmarks.md (scrape_blocking), it costs that agent ~50 MiB, and each
 request a few hundred microseconds.
 """
 
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import ContextOptions
-from sandbox_image.browser import consent
+from sandbox_image.browser import consent, cosmetic
 from sandbox_image.browser.background import quietly
 from sandbox_image.browser.consent import Consent
 
@@ -110,6 +111,8 @@ async def install(context: BrowserContext, options: ContextOptions, ad_filter: A
         return blocked
     kinds = frozenset(options.blockResources or ())
     engine = await ad_filter.engine() if options.blockAds else None
+    if engine is not None:  # and what the ads would have filled, hidden
+        await cosmetic.install(context, engine)
 
     async def handle(route: Route, request: Request) -> None:
         if _blocked(request, kinds, engine):
