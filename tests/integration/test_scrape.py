@@ -309,6 +309,7 @@ async def ads_not_loaded(p: Scraper) -> None:
                                      "onlyMainContent": False})  # fmt: skip
     quiet = said.data
     assert "bidder false" in quiet["markdown"] and quiet["blocked"] >= 2, quiet
+    assert "sponsored chairs" not in quiet["markdown"] and "oak stools" not in quiet["markdown"]  # ad boxes hidden
     assert f", {quiet['blocked']} requests blocked" in said.summary, said.summary
     assert (await p.ok("/probed"))["markdown"].split() == ["none"]
     made = {"sandboxId": p.sid, "action": "create", "sessionId": "quiet", "blockAds": True, "blockResources": ["font"]}
@@ -325,6 +326,7 @@ async def ads_not_loaded(p: Scraper) -> None:
         await p.s.ok("browser_sessions", {"sandboxId": p.sid, "action": "close", "sessionId": "quiet"})
     loud = await p.ok("/shop", onlyMainContent=False)
     assert "bidder true" in loud["markdown"] and loud["blocked"] is None, loud
+    assert "sponsored chairs" in loud["markdown"] and "oak stools" in loud["markdown"]
     assert (await p.ok("/probed"))["markdown"].split() == ["/js/prebid.js", "/pixel.gif"]
 
 

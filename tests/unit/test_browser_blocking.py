@@ -33,6 +33,9 @@ RULES = """[Adblock Plus 2.0]
 /ads/*
 @@/ads/allowed.js
 ||localhost^$third-party
+##.ad-slot
+###ad_box
+127.0.0.1##.promo
 """
 
 # A shop page that loads an ad script, an allowed script under /ads/, a third-party pixel (localhost is
@@ -40,7 +43,11 @@ RULES = """[Adblock Plus 2.0]
 SHOP = """<!doctype html><html><head><title>Shop</title></head><body><main><h1>Walnut desk</h1>
 <p>A desk of solid walnut, oiled by hand, with two drawers and brass handles.</p>
 <img src="/pic.png" alt="The desk"><img src="{other}/track.gif" alt="">
-<iframe src="/ads/frame.html"></iframe><p id="ran"></p></main>
+<iframe src="/ads/frame.html"></iframe><p id="ran"></p>
+<div class="ad-slot">Advertisement: woollen socks</div><div class="promo">Promo: free shipping</div>
+<p class="adviser">Ask our adviser about walnut.</p></main>
+<script>setTimeout(() => document.querySelector("main").insertAdjacentHTML("beforeend",
+  '<div id="ad_box">A late advert for chairs</div>'), 200);</script>
 <script src="/ads/banner.js"></script><script src="/ads/allowed.js"></script>
 <script>document.getElementById("ran").textContent =
   "banner " + (window.banner === true) + ", allowed " + (window.allowed === true);</script></body></html>"""
@@ -106,12 +113,17 @@ async def test_ads_and_trackers_are_never_requested(
     hits.clear()
     plain = await shop(driver, base)
     assert "banner true, allowed true" in plain["markdown"] and plain.get("blocked") is None
+    for shown in ("woollen socks", "free shipping", "late advert", "adviser"):
+        assert shown in plain["markdown"], (shown, plain["markdown"])
     assert min(hits["/ads/banner.js"], hits["/track.gif"], hits["/ads/frame.html"]) >= 1, hits
 
     hits.clear()
     blocked = await shop(driver, base, blockAds=True)
     assert "banner false, allowed true" in blocked["markdown"], blocked["markdown"]
     assert "Walnut desk" in blocked["markdown"] and "(/pic.png)" not in blocked["markdown"]  # links stay absolute
+    for hidden in ("woollen socks", "free shipping", "late advert"):  # generic, this site's, added later
+        assert hidden not in blocked["markdown"], (hidden, blocked["markdown"])
+    assert "adviser" in blocked["markdown"]  # a class name that only starts like an ad's
     assert hits["/ads/banner.js"] == hits["/track.gif"] == hits["/ads/frame.html"] == 0, hits
     assert hits["/ads/allowed.js"] == hits["/pic.png"] == 1, hits  # an exception rule, a first-party picture
     assert blocked["blocked"] >= 3  # a picture that failed is asked for again when the page is read
@@ -166,6 +178,12 @@ async def test_a_session_that_blocks(driver: BrowserDriver, site: tuple[str, col
             await asyncio.sleep(0.1)
         assert await blocked_in(driver, "quiet") >= 2 * first and hits["/shop"] == 2, hits
         assert sum(hits[p] for p in ("/pic.png", "/track.gif", "/ads/banner.js", "/ads/frame.html")) == 0, hits
+        # The page can call the binding itself: garbage gets nothing, a flood is cut, neither breaks anything.
+        for args in ("123, 'x', null, true", "location.href, Array(100000).fill('ad-slot'), [], false"):
+            answer = await driver.call(
+                "browser.evaluate", sessionId="quiet", expression=f"window.__boxwrightAdStyles({args})"
+            )
+            assert answer["value"] in ([], [".ad-slot"]), answer
         late = await driver.error("browser.sessions", action="list", blockAds=True)
         assert late.code is ErrorCode.INVALID_PARAMETER and late.details["errors"][0]["field"] == "blockAds"
     finally:

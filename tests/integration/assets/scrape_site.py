@@ -168,7 +168,9 @@ ASKED: set[str] = set()
 # A shop page with an ad script and a tracking pixel of its own, at paths the image's EasyList and EasyPrivacy
 # block on any site (scrape's blockAds); what of them was asked for is PROBED.
 SHOP = """<!doctype html><html><head><title>Shop</title></head><body><main><h1>Walnut desk</h1>
-<p>A desk of solid walnut, oiled by hand.</p><img src="/pixel.gif?visit=1" alt=""><p id="ran"></p></main>
+<p>A desk of solid walnut, oiled by hand.</p><img src="/pixel.gif?visit=1" alt=""><p id="ran"></p>
+<div id="ad_container">Advertisement: sponsored chairs</div><div class="advert box">Sponsored: oak stools</div>
+</main>
 <script src="/js/prebid.js"></script>
 <script>document.getElementById("ran").textContent = "bidder " + (window.bidder === true);</script></body></html>"""
 PROBED: set[str] = set()
