@@ -115,10 +115,17 @@
     return true;
   };
 
-  // Clone with the marks: walk the original and the clone in step (same structure).
+  // Clone with the marks: walk the original and the clone in step (same structure). The copies are made in
+  // a document of their own, with no browsing context: an <img> copied there loads nothing (a copy in the
+  // page would ask the network again for each picture that did not load — a blocked ad, a broken link, a
+  // tracking pixel counted twice) and a custom element is not upgraded (its constructor, which may navigate
+  // the page, does not run). One difference in how that document writes HTML: with no scripting there, a
+  // <noscript>'s content would come out escaped, so each one's content is the page's own, put back after.
+  const inert = doc.implementation.createHTMLDocument("");
+  const noscripts = [];
   const frameIndex = new Map(frameElements.map((el, i) => [el, i]));
   const cloneWithMarks = (src) => {
-    const copy = src.cloneNode(false);
+    const copy = inert.importNode(src, false);
     if (src.nodeType === 1) {
       const reason = hidden.get(src);
       if (reason) { copy.setAttribute("data-bw-hidden", reason); stats.hidden++; }
@@ -141,6 +148,11 @@
         return copy;
       }
       if (src.tagName === "TEMPLATE") return copy;
+      if (src.tagName === "NOSCRIPT") {
+        copy.setAttribute("data-bw-noscript", String(noscripts.length));
+        noscripts.push(src.innerHTML);
+        return copy;
+      }
     }
     for (const child of src.childNodes) copy.appendChild(cloneWithMarks(child));
     return copy;
@@ -148,8 +160,12 @@
   const clone = cloneWithMarks(root);
   let doctype = "";
   if (doc.doctype) doctype = "<!DOCTYPE " + doc.doctype.name + ">";
+  let html = doctype + clone.outerHTML;
+  if (noscripts.length) {
+    html = html.replace(/ data-bw-noscript="(\d+)"><\/noscript>/g, (_, i) => ">" + noscripts[Number(i)] + "</noscript>");
+  }
   return {
-    html: doctype + clone.outerHTML,
+    html,
     title: doc.title || "",
     lang: root.getAttribute("lang") || "",
     width: docWidth,
