@@ -25,6 +25,7 @@ from sandbox_image.browser.consent import Consent
 from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.scrape import service as scrape_service
+from tests.integration.assets.scrape_site import CONSENT
 from tests.unit.browser_harness import CHROMIUM, BrowserDriver
 from tests.unit.test_scrape_service import PNG_1X1, html, serve_routes
 
@@ -53,16 +54,7 @@ SHOP = """<!doctype html><html><head><title>Shop</title></head><body><main><h1>W
   "banner " + (window.banner === true) + ", allowed " + (window.allowed === true);</script></body></html>"""
 
 
-# A consent popup of the Complianz kind (one autoconsent has a rule for): its Deny button records the choice.
-CONSENT = """<!doctype html><html><head><title>Desk shop</title></head><body>
-<div id="cmplz-cookiebanner-container"><div class="cmplz-cookiebanner"
- style="position:fixed;bottom:0;left:0;right:0;background:#fff;padding:2em">
-<p>We use cookies to improve your experience on our website and for marketing.</p>
-<button class="cmplz-accept" onclick="fetch('/consent?choice=accept')">Accept</button>
-<button class="cmplz-deny" onclick="document.cookie='cmplz_banner-status=dismissed';fetch('/consent?choice=deny');
-this.closest('.cmplz-cookiebanner').remove()">Deny</button></div></div>
-<main><h1>Walnut desk</h1><p>A desk of solid walnut, oiled by hand, with two drawers and brass handles.</p></main>
-</body></html>"""
+# A consent popup of the Complianz kind (one autoconsent has a rule for): the integration test's page.
 
 
 @pytest.fixture(scope="module")
