@@ -74,8 +74,8 @@ class Ladder:
     def agent_budget_ms(self, method: Method[Any, Any], params: object) -> int:
         """The agent's `deadlineMs` for a call made with a fresh deadline (what the tool layer plans for)."""
         op = getattr(params, "timeoutMs", None) or method.default_timeout_ms
-        # waitMs: a long-poll's wait; waitFor: scrape's fixed wait after load. Both come on top of timeoutMs.
-        waits = int(getattr(params, "waitMs", 0) or 0) + int(getattr(params, "waitFor", 0) or 0)
+        # waitMs: a long-poll's wait; waits_ms: scrape's waitFor and wait actions. Both come on top of timeoutMs.
+        waits = int(getattr(params, "waitMs", 0) or 0) + int(getattr(params, "waits_ms", 0) or 0)
         return int(op) + waits + int(self.agent_slack_s * 1000)
 
     def tool_budget_s(self, method: Method[Any, Any], params: object) -> float:

@@ -16,9 +16,10 @@ MAX_PAGE_BYTES are refused with PAGE_TOO_LARGE rather than parsed.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
 
 from rpc.models.base import Params, Result
 from rpc.models.browser import (
@@ -57,6 +58,113 @@ MAX_SELECTORS = 20
 # A CSS selector as document.querySelectorAll takes it: the sandbox's browser checks it before the page
 # loads and matches it on the rendered page (sandbox_image/scrape/tags.py).
 CssSelector = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
+
+
+# -- actions: what scrape does on the page, as a visitor would, before it reads it ----------------------
+MAX_ACTIONS = 20
+MAX_ACTION_REPEAT = 50
+MAX_ACTION_WAIT_MS = 30_000
+MAX_ACTIONS_WAIT_MS = 60_000  # the `wait` actions' milliseconds together (they add to the call's time, as waitFor)
+_REF = re.compile(r"ref_\d+")
+
+
+def _not_a_ref(selector: str) -> str:
+    if _REF.fullmatch(selector):
+        raise ValueError(
+            "scrape's actions take CSS selectors; a ref (ref_12) names an element of a browser tab's snapshot — "
+            "act on that tab with the browser_* tools and read it with browser_scrape"
+        )
+    return selector
+
+
+ActionSelector = Annotated[CssSelector, AfterValidator(_not_a_ref)]
+
+
+class _Action(Params):
+    optional: bool = Field(
+        False,
+        description="When its element is not on the page (or not shown), skip this action instead of failing "
+        "the call (a cookie notice, a 'Load more' button that may be missing)",
+    )
+
+
+class ClickAction(_Action):
+    type: Literal["click"]
+    selector: ActionSelector = Field(description="CSS selector of the one element to click")
+    repeat: int = Field(
+        1,
+        ge=1,
+        le=MAX_ACTION_REPEAT,
+        description="Click again, the page settling in between, up to this many times in all while the element "
+        "is still shown (a 'Load more' button until the list is whole)",
+    )
+
+
+class WriteAction(_Action):
+    type: Literal["write"]
+    selector: ActionSelector = Field(description="CSS selector of the field to type into (its text is replaced)")
+    text: str = Field(max_length=10_000)
+    submit: bool = Field(False, description="Press Enter afterwards (submit the form)")
+
+
+class PressAction(_Action):
+    type: Literal["press"]
+    key: str = Field(min_length=1, max_length=64, description="e.g. 'Enter', 'Escape', 'PageDown', 'Control+A'")
+    selector: ActionSelector | None = Field(None, description="Focus this element first; the page's focus if omitted")
+
+
+class ScrollAction(_Action):
+    type: Literal["scroll"]
+    direction: Literal["up", "down", "left", "right"] = "down"
+    amount: int | None = Field(None, ge=1, le=100_000, description="Pixels; one viewport if omitted")
+    selector: ActionSelector | None = Field(None, description="Scroll this element into view instead")
+    repeat: int = Field(
+        1,
+        ge=1,
+        le=MAX_ACTION_REPEAT,
+        description="Scroll again, the page settling in between, up to this many times in all; stops at the end "
+        "of a page that no longer grows (an endless list)",
+    )
+
+
+class WaitAction(_Action):
+    type: Literal["wait"]
+    milliseconds: int | None = Field(None, ge=1, le=MAX_ACTION_WAIT_MS, description="Wait this long")
+    selector: ActionSelector | None = Field(
+        None, description="Or wait until an element this CSS selector matches is shown (at most 10 s)"
+    )
+
+    @model_validator(mode="after")
+    def _one_of(self) -> WaitAction:
+        if (self.milliseconds is None) == (self.selector is None):
+            raise ValueError("a wait action takes either milliseconds or a selector")
+        return self
+
+
+class HoverAction(_Action):
+    type: Literal["hover"]
+    selector: ActionSelector = Field(description="CSS selector of the element to move the mouse onto (a menu)")
+
+
+class SelectAction(_Action):
+    type: Literal["select"]
+    selector: ActionSelector = Field(description="CSS selector of a <select>")
+    values: list[str] = Field(min_length=1, max_length=100, description="Option values or labels to select")
+
+
+ScrapeAction = Annotated[
+    ClickAction | WriteAction | PressAction | ScrollAction | WaitAction | HoverAction | SelectAction,
+    Field(discriminator="type"),
+]
+
+
+class ActionDone(Result):
+    """What one of the call's actions did."""
+
+    type: str
+    times: int = Field(description="How often it was done: 0 when it was optional and its element was not there")
+    navigated: bool = Field(False, description="It sent the page to another document")
+    url: str = Field(description="The page's address after it")
 
 
 class _Address(Params):
@@ -123,7 +231,16 @@ class ScrapeOptions(ContextOptions, ReadOptions, _Address):
         DEFAULT_SCRAPE_TIMEOUT_MS,
         ge=1_000,
         le=MAX_BROWSER_TIMEOUT_MS,
-        description="Time to load and read the page, on top of waitFor",
+        description="Time to load and read the page (and do its actions), on top of waitFor and the wait actions",
+    )
+    actions: list[ScrapeAction] | None = Field(
+        None,
+        max_length=MAX_ACTIONS,
+        description="Done in order once the page has settled (after waitFor), each followed by the page settling "
+        "again, before the page is read or captured: click (repeat: a 'Load more' button), write (into a field; "
+        "submit), press (a key), scroll (repeat: an endless list), wait (milliseconds, or until a selector is "
+        "shown), hover, select (a <select>'s options). Elements by CSS selector; optional: skip it when its "
+        "element is not there. `actions` in the result says what each did",
     )
 
     @model_validator(mode="after")
@@ -131,6 +248,23 @@ class ScrapeOptions(ContextOptions, ReadOptions, _Address):
         if self.httpAuth is not None and self.httpAuth.origin is None:
             self.httpAuth = self.httpAuth.model_copy(update={"origin": origin_of(self.url)})
         return self
+
+    @field_validator("actions")
+    @classmethod
+    def _waits_bounded(cls, actions: list[ScrapeAction] | None) -> list[ScrapeAction] | None:
+        waited = sum(a.milliseconds or 0 for a in actions or () if isinstance(a, WaitAction))
+        if waited > MAX_ACTIONS_WAIT_MS:
+            raise ValueError(
+                f"the wait actions add up to {waited} ms; at most {MAX_ACTIONS_WAIT_MS} ms in one call "
+                "(wait for a selector instead of a time)"
+            )
+        return actions
+
+    @property
+    def waits_ms(self) -> int:
+        """What the call waits on purpose — waitFor and the wait actions — on top of timeoutMs (rpc.deadline)."""
+        actions = self.actions or []
+        return self.waitFor + sum(a.milliseconds or 0 for a in actions if isinstance(a, WaitAction))
 
 
 class ScrapeRequest(ScrapeOptions):
@@ -249,6 +383,7 @@ class ScrapeOutput(PageText, _Fetched):
         "url, title, status and metadata are that reading's too",
     )
     ageMs: int | None = Field(None, description="With reused: how long ago that reading was made")
+    actions: list[ActionDone] | None = Field(None, description="With actions: what each did, in order")
 
 
 class ScrapePageResult(ScrapeOutput):

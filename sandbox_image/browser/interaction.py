@@ -128,7 +128,17 @@ async def select_option(tab: Tab, params: SelectOptionParams, budget: Budget) ->
     return SelectOptionResult(**result.model_dump(), selected=selected)
 
 
+async def scroll_position(tab: Tab) -> tuple[int, int]:
+    """Where the page is scrolled to (x, y)."""
+    try:
+        state = await tab.guard(tab.check().evaluate(_SCROLL_STATE))
+        return int(state["x"]), int(state["y"])
+    except (PlaywrightError, KeyError, TypeError, ValueError) as exc:
+        raise execution_error("scroll", exc) from None
+
+
 async def scroll(tab: Tab, params: ScrollParams, budget: Budget) -> ScrollResult:
+    """Scroll an element into view, or the page by `amount` (a viewport) in `direction`."""
     if params.selector:
         target = await locate(tab, params.selector)
         await act(tab, target, "scroll to", budget, lambda ms: target.locator.scroll_into_view_if_needed(timeout=ms))

@@ -88,6 +88,28 @@ def unsupported(url: str, content_type: str, fmt: str) -> BoxwrightError:
     )
 
 
+def no_page_to_act_on(url: str, content_type: str) -> BoxwrightError:
+    """actions asked of a document read as a file (a PDF, a feed, a sitemap): there is no page to act on."""
+    return BoxwrightError(
+        ErrorCode.UNSUPPORTED_CONTENT_TYPE,
+        f"{redact(url)} is {content_type}, read as a file rather than shown as a page: there is nothing to click "
+        "or type into",
+        hint="call again without actions to read it as text",
+        details={"url": redact(url), "contentType": content_type},
+    )
+
+
+async def reloaded(tab: Tab, frame: MainFrame, loaded: Loaded) -> Loaded:
+    """After an action sent the page to another document: that document's status and type; the server's HTML
+    of the first one no longer counts."""
+    try:
+        content_type = str(await tab.guard(tab.check().evaluate("document.contentType")) or "").lower()
+    except PlaywrightError:
+        content_type = loaded.content_type
+    status = frame.response.status if frame.response is not None else loaded.status
+    return Loaded(status=status, content_type=content_type, response_html=None)
+
+
 def timed_out(url: str, timeout_ms: float) -> BoxwrightError:
     return BoxwrightError(
         ErrorCode.NAVIGATION_TIMEOUT,

@@ -6,10 +6,11 @@ the next and nothing is left open. A login profile's state comes in as `storageS
 owns the profiles); the context starts from it and is closed all the same — after, with
 `exportState`, its storageState is read for the host to save back to the profile.
 
-Time: the call's budget is timeoutMs + waitFor. Loading gets what is left minus a reserve for
-reading the page; then either the fixed wait (waitFor > 0) or the smart wait (network quiet and DOM
-stable for SETTLE_QUIET_MS, at most SMART_WAIT_MAX_S and never into the reserve); then the one
-format asked for. Dialogs the page opens are dismissed.
+Time: the call's budget is timeoutMs + waitFor + the wait actions' milliseconds. Loading gets what is
+left minus a reserve for reading the page; then either the fixed wait (waitFor > 0) or the smart wait
+(network quiet and DOM stable for SETTLE_QUIET_MS, at most SMART_WAIT_MAX_S and never into the
+reserve); then the caller's actions (actions.py), the page settling after each; then the one format
+asked for. Dialogs the page opens are dismissed.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import redact
 from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.scrape import current_tab, loading, output, reading, tags
+from sandbox_image.scrape import actions, current_tab, loading, output, reading, tags
 from sandbox_image.scrape.readers import READERS
 
 log = logging.getLogger("boxwright.agent.scrape")
@@ -78,7 +79,7 @@ class ScrapeService:
         self.scrape_tab = browser.tab_handler(methods.BROWSER_SCRAPE, current_tab.scrape_tab)
 
     async def scrape(self, params: ScrapePageParams, deadline: Deadline) -> ScrapePageResult:
-        budget = Budget.of(deadline, params.timeoutMs + params.waitFor)
+        budget = Budget.of(deadline, params.timeoutMs + params.waits_ms)
         # Not registered with the session manager: invisible to browser_sessions, outside its limit, and
         # gone with this call.
         session = Session(
@@ -123,10 +124,10 @@ class ScrapeService:
     async def _scrape(
         self, tab: Tab, params: ScrapePageParams, budget: Budget, progress: _Progress
     ) -> ScrapePageResult:
-        load_ms = (budget.remaining() - _read_reserve(params) - params.waitFor / 1000) * 1000
+        load_ms = (budget.remaining() - _read_reserve(params) - params.waits_ms / 1000) * 1000
         fmt = params.format
-        selectors = reading.selectors_of(params)
-        if selectors is not None:  # the browser's verdict on them, before anything is loaded
+        selectors = tags.fields_of(params)
+        if selectors:  # the browser's verdict on them, before anything is loaded
             await tab.guard(tags.check(tab.check(), selectors))
         frame = loading.MainFrame(tab.check())
         try:
@@ -142,6 +143,8 @@ class ScrapeService:
         """Wait as asked, then answer in the one format (the page has loaded)."""
         fmt, reserve = params.format, _read_reserve(params)
         if loaded.file is not None:
+            if params.actions:
+                raise loading.no_page_to_act_on(tab.url if loaded.url is None else loaded.url, loaded.content_type)
             return await self._read_file(params, budget, loaded)
         if fmt not in SCREENSHOT_FORMATS and not (loaded.is_html or loaded.is_text):
             raise loading.unsupported(tab.url, loaded.content_type, fmt)
@@ -157,6 +160,11 @@ class ScrapeService:
         consent = tab.session.consent
         if consent is not None and await consent.settle(min(CONSENT_WAIT_MAX_S, budget.remaining() - reserve)):
             await self._smart_wait(tab, min(SMART_WAIT_MAX_S, budget.remaining() - reserve))  # after the popup went
+        done = None
+        if params.actions:
+            done = await actions.Actions(tab, budget, reserve, lambda s: self._smart_wait(tab, s)).run(params.actions)
+            if any(action.navigated for action in done):  # the page read is another document than the one loaded
+                loaded = await loading.reloaded(tab, frame, loaded)
         if fmt == "fullscreenshot":
             # What loads on sight (lazy images) loads before the capture: scroll the page through, then
             # wait for the network and the DOM once more. Within what the wait above left.
@@ -167,7 +175,8 @@ class ScrapeService:
         rereads = 0
         while True:
             try:
-                return await self._answer(tab, params, budget, loaded, frame, wait)
+                result = await self._answer(tab, params, budget, loaded, frame, wait)
+                return result if done is None else result.model_copy(update={"actions": done})
             except PlaywrightError as exc:
                 if not reading.navigated(exc):
                     raise

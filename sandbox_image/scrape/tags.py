@@ -17,7 +17,7 @@ from cssselect import SelectorError
 from lxml.html import HtmlElement
 
 from rpc.errors import invalid_parameter
-from sandbox_image.scrape.annotate import Selectors
+from rpc.models.scrape import ScrapeOptions
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
@@ -35,10 +35,20 @@ _CHECK = """(lists) => {
 }"""
 
 
-async def check(page: Page, selectors: Selectors) -> None:
+def fields_of(params: ScrapeOptions) -> list[tuple[str, list[str]]]:
+    """Every CSS selector of a scrape call, by the field that gives it, named as the model names it
+    (`actions.2.click.selector`)."""
+    fields = [("includeTags", list(params.includeTags or ())), ("excludeTags", list(params.excludeTags or ()))]
+    for index, action in enumerate(params.actions or ()):
+        selector = getattr(action, "selector", None)
+        if selector is not None:
+            fields.append((f"actions.{index}.{action.type}.selector", [selector]))
+    return [(field, selectors) for field, selectors in fields if selectors]
+
+
+async def check(page: Page, fields: list[tuple[str, list[str]]]) -> None:
     """INVALID_PARAMETER for a selector the browser cannot parse; run on the blank page, before loading."""
-    lists = [["includeTags", list(selectors.include or ())], ["excludeTags", list(selectors.exclude or ())]]
-    bad = await page.evaluate(_CHECK, lists)
+    bad = await page.evaluate(_CHECK, [[field, selectors] for field, selectors in fields])
     if bad:
         field, selector, reason = (str(part) for part in bad)
         raise invalid_parameter(

@@ -27,6 +27,10 @@ PAGE = """<!doctype html><html lang="en"><head><title>Tool page</title></head><b
 <p>A second paragraph, so the article has some body to it and reads like one.</p></article></main></body></html>"""
 
 
+BUTTON = """<!doctype html><html lang="en"><head><title>Button</title></head><body><main><h1>Button page</h1>
+<p id="out">Nothing shown yet on this page.</p><button id="show"
+onclick="document.getElementById('out').textContent = 'Shown after the click, with words enough to read.'">Show</button>
+</main></body></html>"""
 ARRIVED, RELEASE = asyncio.Event(), asyncio.Event()
 LOADS = [0]  # /changing: how often it was loaded  # /held: the page waits until the test lets it answer
 
@@ -35,6 +39,9 @@ LOADS = [0]  # /changing: how often it was loaded  # /held: the page waits until
 async def page_url() -> AsyncIterator[str]:
     async def article(_request: web.Request) -> web.Response:
         return web.Response(text=PAGE, content_type="text/html")
+
+    async def button(_request: web.Request) -> web.Response:
+        return web.Response(text=BUTTON, content_type="text/html")
 
     async def pdf(_request: web.Request) -> web.Response:
         return web.Response(body=b"%PDF-1.4\n", content_type="application/pdf")
@@ -71,6 +78,7 @@ async def page_url() -> AsyncIterator[str]:
     app.router.add_get("/signed-in-only", signed_in_only)
     app.router.add_get("/changing", changing)
     app.router.add_get("/file.pdf", pdf)
+    app.router.add_get("/button", button)
     runner = web.AppRunner(app, shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -87,8 +95,13 @@ def test_schemas_derive_from_the_models() -> None:
         "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "offset", "maxChars", "includeTags", "excludeTags",
         "mobile", "locale", "skipTlsVerification", "userAgent", "httpAuth", "blockAds", "blockResources",
         "blockCookieBanners",
-        "includeIframes", "profileId", "sandboxId", "maxAge",
+        "includeIframes", "profileId", "sandboxId", "maxAge", "actions",
     }  # fmt: skip
+    kinds = [ref["$ref"].rsplit("/", 1)[1] for ref in props["actions"]["anyOf"][0]["items"]["oneOf"]]
+    assert kinds == [
+        "ClickAction", "WriteAction", "PressAction", "ScrollAction", "WaitAction", "HoverAction", "SelectAction"
+    ]  # fmt: skip
+    assert schema["$defs"]["ClickAction"]["properties"]["type"]["const"] == "click"
     assert props["offset"]["minimum"] == 0 and props["offset"]["default"] == 0
     assert props["includeIframes"]["default"] is False
     assert props["format"]["default"] == "markdown" and props["onlyMainContent"]["default"] is True
@@ -183,6 +196,9 @@ async def test_bad_inputs_open_nothing(services: Services, fake: FakeBackend, pa
         ({"url": page_url, "profileId": "p" * 65}, "profileId"),
         ({"url": page_url, "timeoutMs": 10}, "timeoutMs"),
         ({"url": page_url, "extra": 1}, "extra"),
+        ({"url": page_url, "actions": [{"type": "click", "selector": "ref_2"}]}, "actions.0.click.selector"),
+        ({"url": page_url, "actions": [{"type": "jump"}]}, "actions.0"),
+        ({"url": page_url, "actions": [{"type": "wait", "milliseconds": 30_000}] * 3}, "actions"),
         ({}, "url"),
     ]
     async with serving(services) as mcp:
@@ -281,3 +297,29 @@ async def test_max_age_answers_from_a_recent_reading(services: Services, page_ur
         assert not theirs["reused"] and LOADS[0] == loads + 6
         bad = await mcp.error("scrape", {"url": url, "maxAge": 600_001})
         assert bad.code == "INVALID_PARAMETER" and bad.data["details"]["errors"][0]["field"] == "maxAge"
+
+
+async def test_actions_come_before_the_reading_and_are_part_of_what_is_kept(services: Services, page_url: str) -> None:
+    url = page_url + "button"
+    clicked = {"url": url, "onlyMainContent": False, "actions": [{"type": "click", "selector": "#show"}]}
+    async with serving(services) as mcp:
+        plain = await mcp.ok("scrape", {"url": url, "onlyMainContent": False})
+        assert "Nothing shown yet" in plain["markdown"] and plain["actions"] is None
+        call = await mcp.call("scrape", clicked)
+        assert "Shown after the click" in call.data["markdown"], call.data
+        assert call.data["actions"] == [{"type": "click", "times": 1, "navigated": False, "url": url}]
+        assert call.summary.endswith(", after 1 action"), call.summary
+        # A kept reading answers only the same actions: the plain one is not the clicked one, nor the reverse.
+        again = await mcp.ok("scrape", {**clicked, "maxAge": 60_000})
+        assert again["reused"] and "Shown after the click" in again["markdown"]
+        without = await mcp.ok("scrape", {"url": url, "onlyMainContent": False, "maxAge": 60_000})
+        assert without["reused"] and "Nothing shown yet" in without["markdown"]
+        skipped = await mcp.call(
+            "scrape", {"url": url, "actions": [{"type": "click", "selector": "#gone", "optional": True}]}
+        )
+        assert skipped.summary.endswith(", after 1 action (1 skipped: not on the page)"), skipped.summary
+        missing = await mcp.error(
+            "scrape", {"url": url, "timeoutMs": 2000, "actions": [{"type": "click", "selector": "#gone"}]}
+        )
+        assert missing.code == "ELEMENT_NOT_FOUND" and missing.data["details"]["action"] == 0, missing.data
+        assert "optional" in missing.data["recoverHint"]

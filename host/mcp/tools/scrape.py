@@ -90,6 +90,11 @@ def _summary(r: ScrapePageResult) -> str:
         what += f", {r.blocked} requests blocked"
     if r.cookieBanners:
         what += f", cookie banner refused ({', '.join(r.cookieBanners)})"
+    if r.actions:
+        skipped = sum(1 for action in r.actions if action.times == 0)
+        what += f", after {len(r.actions)} action{'s' if len(r.actions) != 1 else ''}" + (
+            f" ({skipped} skipped: not on the page)" if skipped else ""
+        )
     reused = f" — reused: from a reading {_age(r.ageMs or 0)} ago, the page not loaded again" if r.reused else ""
     return f"scrape ok: {r.url}{status} ({r.title}): {what}{reused}" + (SIGN_IN_NOTE if r.status == 401 else "")
 
@@ -134,7 +139,9 @@ DESCRIPTION = (
     "never loads those kinds, for a faster load when only the text matters. "
     "blockCookieBanners=true refuses cookie-consent popups (DuckDuckGo's autoconsent rules) so they neither "
     "cover a screenshot nor end up in the text. "
-    "To read a page after clicking or typing in a browser tab, use browser_scrape on that tab instead. "
+    "actions (click, write, press, scroll, wait, hover, select; CSS selectors) are done on the page before it is "
+    "read or captured, e.g. [{\"type\": \"click\", \"selector\": \"#more\", \"repeat\": 5}] for a 'Load more' "
+    "button; to act step by step, use a browser tab and browser_scrape. "
     "includeIframes=true also reads the page's visible frames in place (an embedded document; a frameset "
     "page's frames are always read)."
 )

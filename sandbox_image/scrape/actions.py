@@ -1,0 +1,203 @@
+"""scrape's actions: what a visitor does on the page before it is read — click, write, press, scroll, wait,
+hover, select — done by the browser tools' own operations (sandbox_image/browser/interaction.py), on CSS
+selectors.
+
+Each action gets at most ACTION_TIMEOUT_S of what the call has left before its reading reserve, and the
+page settles after it (network quiet and DOM stable, at most SETTLE_MAX_S), so the next one sees what the
+last one brought. `repeat` clicks a "Load more" button again while it is shown, or scrolls an endless list
+again while the page still moves. An `optional` action whose element is not shown is skipped at once
+(times 0) rather than waited for. A failure names the action: `details.action` is its index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from rpc.deadline import Deadline
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.browser import (
+    ClickParams,
+    HoverParams,
+    PressKeyParams,
+    ScrollParams,
+    SelectOptionParams,
+    TypeParams,
+)
+from rpc.models.scrape import (
+    ActionDone,
+    ClickAction,
+    HoverAction,
+    PressAction,
+    ScrapeAction,
+    ScrollAction,
+    SelectAction,
+    WaitAction,
+    WriteAction,
+)
+from sandbox_image.browser import interaction
+from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError
+from sandbox_image.browser.tab import Tab
+from sandbox_image.browser.timeouts import Budget
+
+if TYPE_CHECKING:
+    from playwright.async_api import Locator
+
+ACTION_TIMEOUT_S = 10.0
+SETTLE_MAX_S = 5.0
+# The budget's end this close: no action is started (it could not finish), the call says which was next.
+MIN_ACTION_S = 0.3
+HINT = (
+    "check the selector against the page (scrape it with format html and onlyMainContent false to see its markup), "
+    "add a wait action for an element that comes late, or mark the action optional"
+)
+AMBIGUOUS_HINT = "make the selector match one element: an id, a :nth-of-type(), a parent's class before it"
+TIME_HINT = "raise timeoutMs: the actions, each page settling after them, run within it"
+
+Settle = Callable[[float], Awaitable[bool]]
+
+
+def describe(action: ScrapeAction) -> str:
+    target = getattr(action, "selector", None)
+    if isinstance(action, PressAction):
+        return f"press {action.key}" + (f" on {target!r}" if target else "")
+    if isinstance(action, WaitAction):
+        return f"wait {action.milliseconds} ms" if action.milliseconds else f"wait for {target!r}"
+    if isinstance(action, ScrollAction) and not target:
+        return f"scroll {action.direction}"
+    return f"{action.type} {target!r}"
+
+
+def _locator(tab: Tab, selector: str) -> Locator:
+    return tab.check().locator(f"css={selector}")
+
+
+async def _shown(tab: Tab, selector: str) -> bool:
+    """Some element the selector matches is on the page and visible now (no waiting)."""
+    locator = _locator(tab, selector)
+    try:
+        return await tab.guard(locator.count()) > 0 and bool(await tab.guard(locator.first.is_visible()))
+    except PlaywrightError:  # the document went away meanwhile: not shown
+        return False
+
+
+class Actions:
+    """The call's actions, done in order on its tab within `budget` less `reserve_s` (kept for reading)."""
+
+    def __init__(self, tab: Tab, budget: Budget, reserve_s: float, settle: Settle) -> None:
+        self.tab, self.budget, self.reserve_s, self.settle = tab, budget, reserve_s, settle
+        self.navigated = False
+
+    def _left(self) -> float:
+        return self.budget.remaining() - self.reserve_s
+
+    def _step(self, index: int, action: ScrapeAction) -> Budget:
+        left = self._left()
+        if left < MIN_ACTION_S:
+            raise BoxwrightError(
+                ErrorCode.OPERATION_TIMEOUT,
+                f"no time left for action {index} ({describe(action)}) within the call's {self.budget.total_ms} ms",
+                hint=TIME_HINT,
+                details={"action": index, "type": action.type, "timeoutMs": self.budget.total_ms},
+            )
+        return Budget(Deadline.after(min(ACTION_TIMEOUT_S, left)).at)
+
+    async def _settled(self) -> None:
+        await self.settle(min(SETTLE_MAX_S, self._left()))
+
+    async def run(self, actions: list[ScrapeAction]) -> list[ActionDone]:
+        done = []
+        for index, action in enumerate(actions):
+            try:
+                times = await self._one(index, action)
+            except BoxwrightError as exc:
+                raise _in_action(exc, index, action) from None
+            done.append(ActionDone(type=action.type, times=times, navigated=self.navigated, url=self.tab.url))
+        return done
+
+    async def _one(self, index: int, action: ScrapeAction) -> int:
+        """Do it (again, for `repeat`); how many times it was done."""
+        self.navigated = False
+        selector = getattr(action, "selector", None)
+        if isinstance(action, WaitAction):
+            return await self._wait(index, action)
+        if action.optional and selector is not None and not await _shown(self.tab, selector):
+            return 0
+        times = 0
+        for _ in range(getattr(action, "repeat", 1)):
+            if times and isinstance(action, ClickAction) and not await _shown(self.tab, action.selector):
+                break  # the button went: the list is whole
+            try:
+                moved = await self._act(action, self._step(index, action))
+            except BoxwrightError as exc:
+                if action.optional and exc.code == ErrorCode.ELEMENT_NOT_FOUND:
+                    break
+                raise
+            if not moved:
+                break
+            times += 1
+            await self._settled()
+            if self.navigated:  # another document: what was to be repeated is not on it
+                break
+        return times
+
+    async def _act(self, action: ScrapeAction, budget: Budget) -> bool:
+        """One go of an action other than wait; False when it changed nothing (a scroll at the page's end)."""
+        tab, ms = self.tab, int(max(100, budget.ms()))
+        if isinstance(action, ScrollAction):
+            scroll = ScrollParams(
+                selector=action.selector, direction=action.direction, amount=action.amount, timeoutMs=ms
+            )
+            before = await interaction.scroll_position(tab)
+            after = await interaction.scroll(tab, scroll, budget)
+            return action.selector is not None or (after.scrollX, after.scrollY) != before
+        if isinstance(action, ClickAction):
+            result = await interaction.click(tab, ClickParams(selector=action.selector, timeoutMs=ms), budget)
+        elif isinstance(action, WriteAction):
+            typing = TypeParams(selector=action.selector, text=action.text, submit=action.submit, timeoutMs=ms)
+            result = await interaction.type_text(tab, typing, budget)
+        elif isinstance(action, PressAction):
+            result = await interaction.press_key(tab, PressKeyParams(key=action.key, selector=action.selector), budget)
+        elif isinstance(action, HoverAction):
+            result = await interaction.hover(tab, HoverParams(selector=action.selector, timeoutMs=ms), budget)
+        else:
+            assert isinstance(action, SelectAction)
+            options = SelectOptionParams(selector=action.selector, values=action.values, timeoutMs=ms)
+            result = await interaction.select_option(tab, options, budget)
+        self.navigated = self.navigated or result.navigated
+        return True
+
+    async def _wait(self, index: int, action: WaitAction) -> int:
+        budget = self._step(index, action)
+        if action.milliseconds is not None:
+            await asyncio.sleep(max(0.0, min(action.milliseconds / 1000, self._left())))
+            return 1
+        assert action.selector is not None
+        try:
+            shown = _locator(self.tab, action.selector).first.wait_for(state="visible", timeout=budget.ms())
+            await self.tab.guard(shown)
+        except PlaywrightTimeoutError:
+            if action.optional:
+                return 0
+            raise BoxwrightError(
+                ErrorCode.ELEMENT_NOT_FOUND,
+                f"nothing {action.selector!r} matches was shown within {budget.total_ms} ms",
+                details={"selector": action.selector, "timeoutMs": budget.total_ms},
+            ) from None
+        return 1
+
+
+def _in_action(exc: BoxwrightError, index: int, action: ScrapeAction) -> BoxwrightError:
+    """The operation's error, naming the action; hints that point at a browser tab's snapshot made fit."""
+    if "action" in exc.details:  # named already (no time left for it)
+        return exc
+    hint = exc.hint
+    if exc.details.get("matches"):
+        hint = AMBIGUOUS_HINT
+    elif exc.code == ErrorCode.OPERATION_TIMEOUT:
+        hint = TIME_HINT
+    elif exc.code in (ErrorCode.ELEMENT_NOT_FOUND, ErrorCode.EXECUTION_ERROR) or "snapshot" in (hint or ""):
+        hint = HINT
+    details = {**exc.details, "action": index, "type": action.type}
+    return BoxwrightError(exc.code, f"action {index} ({describe(action)}): {exc.message}", hint=hint, details=details)
