@@ -342,6 +342,23 @@ async def cookie_banners_refused(p: Scraper) -> None:
     assert "/consent?choice=deny" in (await p.ok("/probed"))["markdown"].split()
 
 
+async def actions_before_reading(p: Scraper) -> None:
+    """A click that adds content, through MCP on the image's browser; a missing element names its action."""
+    assert "part two" not in (await p.ok("/more", onlyMainContent=False))["markdown"]
+    actions = [{"type": "click", "selector": "#more"}, {"type": "click", "selector": "#cookies", "optional": True}]
+    clicked = await p.s.call(
+        "scrape", {"url": f"{BASE}/more", "sandboxId": p.sid, "onlyMainContent": False, "actions": actions}
+    )
+    p.calls += 1
+    assert "## Foxes, part two" in clicked.data["markdown"], clicked.data
+    assert [a["times"] for a in clicked.data["actions"]] == [1, 0]
+    assert clicked.summary.endswith(", after 2 actions (1 skipped: not on the page)"), clicked.summary
+    err = await p.error(
+        f"{BASE}/more", "ELEMENT_NOT_FOUND", timeoutMs=2000, actions=[{"type": "click", "selector": "#buy"}]
+    )
+    assert err["details"]["action"] == 0 and err["details"]["type"] == "click" and "optional" in err["recoverHint"]
+
+
 async def network_policy(p: Scraper, client: docker.DockerClient, namespace: str) -> None:
     """The scrape goes through the sandbox's browser: public mode keeps the host out of reach."""
     decoy = Decoy(gateway_of(client, namespace))
@@ -424,6 +441,7 @@ async def test_scrape(
             await behind_http_auth(p)
             await ads_not_loaded(p)
             await cookie_banners_refused(p)
+            await actions_before_reading(p)
             [box] = docker_client.containers.list(filters={"label": f"{labels.SANDBOX}={sid}"})
             assert b"staging-pw-31" not in box.logs()  # the agent's log (the site's own, too) never has it
             await network_policy(p, docker_client, namespace)

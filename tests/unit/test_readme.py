@@ -37,7 +37,8 @@ def ladder_table() -> str:
         ),
         (
             "the agent (`deadlineMs`)",
-            f"the operation's `timeoutMs` (plus `waitMs`, or scrape's `waitFor`) + {_s(LADDER.agent_slack_s)}",
+            "the operation's `timeoutMs` (plus `waitMs`, or scrape's `waitFor` and `wait` actions) + "
+            + _s(LADDER.agent_slack_s),
             "",
         ),
         ("the host's call to the agent", f"{_s(LADDER.transport_s)} after the agent's", "`RPC_TIMEOUT`"),
