@@ -41,8 +41,12 @@ PLAN: list[tuple[str, dict[str, Any]]] = [
     ("files.error", call("file_read", {"path": "missing.txt"})),
     ("browser.ok", call("browser_goto", {"url": PAGE})),
     ("browser.error", call("browser_click", {"selector": "ref_999", "timeoutMs": 1000})),
-    # scrape in a throw-away sandbox of its own: what it can load there is its own agent's health page.
-    ("scrape.ok", call("scrape", {"url": f"http://127.0.0.1:{AGENT_PORT}/healthz"})),
+    # scrape in a throw-away sandbox of its own: what it can load there is its own agent's health page (with an
+    # action, so the client checks a result that lists one against the tool's output schema).
+    (
+        "scrape.ok",
+        call("scrape", {"url": f"http://127.0.0.1:{AGENT_PORT}/healthz", "actions": [{"type": "press", "key": "End"}]}),
+    ),
     ("scrape.error", call("scrape", {"url": "https://example.org/", "profileId": "../etc"})),
     # The largest read the tool advertises must not end the session (stdio caps messages at 10 MiB).
     (
@@ -129,6 +133,12 @@ def test_success_validates_against_the_output_schema(rec: Recording, family: str
     assert not ok.is_error and ok.data, ok.text
     summary, body = ok.text.split("\n", 1)
     assert " ok" in summary and json.loads(body) == ok.data
+
+
+def test_scrape_actions_pass_both_ways(rec: Recording) -> None:
+    """The action (a discriminated union in the input schema) arrived; its outcome passed the output schema."""
+    [done] = rec["scrape.ok"].data["actions"]
+    assert done["type"] == "press" and done["times"] == 1 and done["navigated"] is False
 
 
 @pytest.mark.parametrize(
