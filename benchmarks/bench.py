@@ -1493,6 +1493,75 @@ CONSENT_HTML = ARTICLE_HTML.replace(
 )
 
 
+# scrape_actions: a listing whose rest comes five "Load more" clicks later, each batch after a 100 ms "request".
+LISTING_HTML = (
+    "<!doctype html><html lang='en'><head><title>Bench listing</title></head><body><main><h1>Listing</h1>"
+    "<ul id='items'></ul><button id='more'>Load more</button></main><script>"
+    "let batch = 0;"
+    "function add() { batch += 1; const ul = document.getElementById('items');"
+    " for (let i = 1; i <= 10; i++) { const li = document.createElement('li');"
+    " li.textContent = 'Listing item ' + batch + '.' + i + ': a fox, a dog and the long grass between them';"
+    " ul.append(li); }"
+    " if (batch >= 6) document.getElementById('more').remove(); }"
+    "add(); document.getElementById('more').onclick = () => setTimeout(add, 100);"
+    "</script></body></html>"
+)
+LISTING_CLICKS = 5
+
+
+@benchmark(
+    "scrape_actions",
+    "a listing read after five 'Load more' clicks: scrape with actions vs the same by browser tools",
+    default_n=10,
+)
+async def bench_scrape_actions(h: Harness, n: int) -> list[Series]:
+    """The whole listing (LISTING_HTML: 10 items, 50 more after five clicks) with sandboxId: one scrape call
+    whose click action repeats until the button goes, against the same steps as browser tools in a tab
+    (browser_goto, then per click browser_click + browser_wait_for_stable, then browser_scrape: 12 calls; the
+    baseline); scrape of the first batch alone beside them."""
+    h.require_tools("scrape", "browser_goto", "browser_click", "browser_wait_for_stable", "browser_scrape")
+    b = "scrape_actions"
+    sid, _ = await h.shared_sandbox()
+    acted, by_tab, by_tab_300, plain = Series.group(
+        b,
+        "ms",
+        "scrape with actions: click repeat 10 (stops after 5: the button goes)",
+        "browser_goto + 5 x (browser_click + browser_wait_for_stable) + browser_scrape (12 calls; baseline)",
+        "the same 12 calls, browser_wait_for_stable with quietMs 300 (as the actions settle)",
+        "scrape, no actions (the first 10 items only)",
+    )
+    last = "Listing item 6.10"
+
+    def whole(data: dict[str, Any], *, expected: bool) -> None:
+        if (last in json.dumps(data)) is not expected:
+            raise BenchError(f"the listing {'lacks' if expected else 'has'} its last item: {json.dumps(data)[:300]}")
+
+    async with local_page(h, sid, LISTING_HTML) as url:
+        args = {"sandboxId": sid, "url": url, "onlyMainContent": False}
+        await h.call("scrape", args)  # launches the browser: not counted
+        for i in range(n):
+            ms, data = await h.timed_call(
+                "scrape", {**args, "actions": [{"type": "click", "selector": "#more", "repeat": 10}]}
+            )
+            whole(data, expected=True)
+            if data["actions"][0]["times"] != LISTING_CLICKS:
+                raise BenchError(f"the click was done {data['actions'][0]['times']} times, not {LISTING_CLICKS}")
+            acted.add(ms)
+            for series, quiet in ((by_tab, {}), (by_tab_300, {"quietMs": 300})):
+                total, _ = await h.timed_call("browser_goto", {"sandboxId": sid, "url": url})
+                for _ in range(LISTING_CLICKS):
+                    total += (await h.timed_call("browser_click", {"sandboxId": sid, "selector": "#more"}))[0]
+                    total += (await h.timed_call("browser_wait_for_stable", {"sandboxId": sid, **quiet}))[0]
+                ms, data = await h.timed_call("browser_scrape", {"sandboxId": sid, "onlyMainContent": False})
+                whole(data, expected=True)
+                series.add(total + ms)
+            ms, data = await h.timed_call("scrape", args)
+            whole(data, expected=False)
+            plain.add(ms)
+            progress(f"{b} {i + 1}/{n}")
+    return [by_tab, by_tab_300, acted, plain]
+
+
 def agent_rss_mib(container: Container) -> float:
     """The in-container agent's RSS (not Chromium's, not the code runner's), from the engine's view of it."""
     top = container.top(ps_args="-o pid,rss,args")  # the engine needs the pid column

@@ -22,6 +22,9 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 
 POLL_S = 0.05
+# After a step a program takes on a page (a template run's step, a scrape action): quiet this long counts as
+# settled — shorter than a first load's wait, since the page is already there.
+AFTER_ACTION_QUIET_MS = 300
 PROBE_TIMEOUT_S = 1.0
 _PROBE = """key => {
   let state = window[key];

@@ -3,10 +3,11 @@ hover, select — done by the browser tools' own operations (sandbox_image/brows
 selectors.
 
 Each action gets at most ACTION_TIMEOUT_S of what the call has left before its reading reserve, and the
-page settles after it (network quiet and DOM stable, at most SETTLE_MAX_S), so the next one sees what the
-last one brought. `repeat` clicks a "Load more" button again while it is shown, or scrolls an endless list
-again while the page still moves. An `optional` action whose element is not shown is skipped at once
-(times 0) rather than waited for. A failure names the action: `details.action` is its index.
+page settles after it (network quiet and DOM stable for stability.AFTER_ACTION_QUIET_MS, at most
+SETTLE_MAX_S), so the next one sees what the last one brought. `repeat` clicks a "Load more" button again
+while it is shown, or scrolls an endless list again while the page still moves. An `optional` action whose
+element is not shown is skipped at once (times 0) rather than waited for. A failure names the action:
+`details.action` is its index.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from playwright.async_api import Locator
 
 ACTION_TIMEOUT_S = 10.0
-SETTLE_MAX_S = 5.0
+SETTLE_MAX_S = 5.0  # after an action: at most this long for the page to settle
 # The budget's end this close: no action is started (it could not finish), the call says which was next.
 MIN_ACTION_S = 0.3
 HINT = (

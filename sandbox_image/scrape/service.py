@@ -19,6 +19,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import functools
 import itertools
 import logging
 from collections.abc import Coroutine
@@ -36,7 +37,7 @@ from sandbox_image.browser.consent import CONSENT_WAIT_MAX_S
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError, execution_error
 from sandbox_image.browser.service import BrowserService
 from sandbox_image.browser.sessions import Session
-from sandbox_image.browser.stability import wait_for_stable
+from sandbox_image.browser.stability import AFTER_ACTION_QUIET_MS, wait_for_stable
 from sandbox_image.browser.state import export_state
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
@@ -162,7 +163,8 @@ class ScrapeService:
             await self._smart_wait(tab, min(SMART_WAIT_MAX_S, budget.remaining() - reserve))  # after the popup went
         done = None
         if params.actions:
-            done = await actions.Actions(tab, budget, reserve, lambda s: self._smart_wait(tab, s)).run(params.actions)
+            settle = functools.partial(self._smart_wait, tab, quiet_ms=AFTER_ACTION_QUIET_MS)
+            done = await actions.Actions(tab, budget, reserve, settle).run(params.actions)
             if any(action.navigated for action in done):  # the page read is another document than the one loaded
                 loaded = await loading.reloaded(tab, frame, loaded)
         if fmt == "fullscreenshot":
@@ -274,12 +276,12 @@ class ScrapeService:
             **fields,
         )
 
-    async def _smart_wait(self, tab: Tab, bound_s: float) -> bool:
-        """Network quiet and DOM stable for SETTLE_QUIET_MS, within `bound_s`; False when it never was."""
+    async def _smart_wait(self, tab: Tab, bound_s: float, quiet_ms: int = SETTLE_QUIET_MS) -> bool:
+        """Network quiet and DOM stable for `quiet_ms`, within `bound_s`; False when it never was."""
         if bound_s <= 0:
             return False
         bound = Budget(Deadline.after(bound_s).at)
-        params = WaitForStableParams(quietMs=SETTLE_QUIET_MS, timeoutMs=max(100, int(bound_s * 1000)))
+        params = WaitForStableParams(quietMs=quiet_ms, timeoutMs=max(100, int(bound_s * 1000)))
         return (await wait_for_stable(tab, params, bound)).stable
 
 

@@ -51,7 +51,6 @@ from sandbox_image.tasks.runs import Run
 T = TypeVar("T")
 
 STABLE_TIMEOUT_MS = 10_000  # seed 001 §5.2; a page that never settles is read anyway (stable=false)
-STABLE_QUIET_MS = 300
 ACTION_TIMEOUT_MS = 10_000
 VERIFY_POLL_S = 0.2
 
@@ -155,7 +154,7 @@ class RunBrowser:
         return result
 
     async def wait_for_stable(self, tab: Tab, timeout_ms: int = STABLE_TIMEOUT_MS) -> StabilityResult:
-        params = WaitForStableParams(timeoutMs=timeout_ms, quietMs=STABLE_QUIET_MS)
+        params = WaitForStableParams(timeoutMs=timeout_ms, quietMs=stability.AFTER_ACTION_QUIET_MS)
         return await self._perform("wait_for_stable", tab, stability.wait_for_stable, params)
 
     async def page_info(self, tab: Tab, max_elements: int) -> PageInfoResult:
