@@ -140,7 +140,7 @@ DESCRIPTION = (
     "blockCookieBanners=true refuses cookie-consent popups (DuckDuckGo's autoconsent rules) so they neither "
     "cover a screenshot nor end up in the text. "
     "actions (click, write, press, scroll, wait, hover, select; CSS selectors) are done on the page before it is "
-    "read or captured, e.g. [{\"type\": \"click\", \"selector\": \"#more\", \"repeat\": 5}] for a 'Load more' "
+    'read or captured, e.g. [{"type": "click", "selector": "#more", "repeat": 5}] for a \'Load more\' '
     "button; to act step by step, use a browser tab and browser_scrape. "
     "includeIframes=true also reads the page's visible frames in place (an embedded document; a frameset "
     "page's frames are always read)."
