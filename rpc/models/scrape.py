@@ -126,6 +126,12 @@ class ScrollAction(_Action):
         "of a page that no longer grows (an endless list)",
     )
 
+    @model_validator(mode="after")
+    def _repeat_scrolls_the_page(self) -> ScrollAction:
+        if self.selector is not None and self.repeat > 1:
+            raise ValueError("repeat scrolls the page again; with a selector the element is scrolled into view once")
+        return self
+
 
 class WaitAction(_Action):
     type: Literal["wait"]

@@ -268,6 +268,7 @@ def test_bad_actions_are_refused_by_the_model() -> None:
     assert "does not match any of the expected tags" in refused([{"type": "jump"}])
     assert "Extra inputs" in refused([{"type": "click", "selector": "p", "times": 3}])
     assert "less than or equal to 50" in refused([{"type": "click", "selector": "p", "repeat": 51}])
+    assert "scrolled into view once" in refused([{"type": "scroll", "selector": "#end", "repeat": 2}])
     assert "at most 20 items" in refused([{"type": "press", "key": "a"}] * (MAX_ACTIONS + 1))
     assert "add up to 60001 ms" in refused(
         [{"type": "wait", "milliseconds": 30_000}] * 2 + [{"type": "wait", "milliseconds": 1}]
