@@ -17,7 +17,7 @@ MAX_PAGE_BYTES are refused with PAGE_TOO_LARGE rather than parsed.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
 
@@ -78,6 +78,18 @@ def _not_a_ref(selector: str) -> str:
 
 
 ActionSelector = Annotated[CssSelector, AfterValidator(_not_a_ref)]
+# What a reader sees of an element: its text (a button's, a link's), or a field's label or placeholder.
+ShownText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+SELECTOR_FIELD = Field(None, description="CSS selector of the one element")
+TEXT_FIELD = Field(
+    None,
+    description="Or the element by the text it shows, whole (e.g. 'Load more'; case and spaces as shown, "
+    "leading and trailing spaces aside); hidden ones are not counted",
+)
+LABEL_FIELD = Field(
+    None,
+    description="Or the field by its label, aria-label or placeholder, whole (e.g. 'Email', 'Search…')",
+)
 
 
 class _Action(Params):
@@ -86,11 +98,26 @@ class _Action(Params):
         description="When its element is not on the page (or not shown), skip this action instead of failing "
         "the call (a cookie notice, a 'Load more' button that may be missing)",
     )
+    # The fields that say which element (or how long, for wait): exactly one of them is given.
+    ONE_OF: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def _one_target(self) -> _Action:
+        given = [name for name in self.ONE_OF if getattr(self, name) is not None]
+        if self.ONE_OF and len(given) != 1:
+            kind = getattr(self, "type", "this")
+            raise ValueError(
+                f"a {kind} action takes one of {', '.join(self.ONE_OF)}"
+                + (f", not {' and '.join(given)} together" if given else "")
+            )
+        return self
 
 
 class ClickAction(_Action):
+    ONE_OF = ("selector", "text")
     type: Literal["click"]
-    selector: ActionSelector = Field(description="CSS selector of the one element to click")
+    selector: ActionSelector | None = SELECTOR_FIELD
+    text: ShownText | None = TEXT_FIELD
     repeat: int = Field(
         1,
         ge=1,
@@ -101,8 +128,10 @@ class ClickAction(_Action):
 
 
 class WriteAction(_Action):
+    ONE_OF = ("selector", "label")
     type: Literal["write"]
-    selector: ActionSelector = Field(description="CSS selector of the field to type into (its text is replaced)")
+    selector: ActionSelector | None = Field(None, description="CSS selector of the field (its text is replaced)")
+    label: ShownText | None = LABEL_FIELD
     text: str = Field(max_length=10_000)
     submit: bool = Field(False, description="Press Enter afterwards (submit the form)")
 
@@ -134,27 +163,27 @@ class ScrollAction(_Action):
 
 
 class WaitAction(_Action):
+    ONE_OF = ("milliseconds", "selector", "text")
     type: Literal["wait"]
     milliseconds: int | None = Field(None, ge=1, le=MAX_ACTION_WAIT_MS, description="Wait this long")
     selector: ActionSelector | None = Field(
-        None, description="Or wait until an element this CSS selector matches is shown (at most 10 s)"
+        None, description="Or until an element this CSS selector matches is shown (at most 10 s)"
     )
-
-    @model_validator(mode="after")
-    def _one_of(self) -> WaitAction:
-        if (self.milliseconds is None) == (self.selector is None):
-            raise ValueError("a wait action takes either milliseconds or a selector")
-        return self
+    text: ShownText | None = Field(None, description="Or until an element showing this text, whole, is shown")
 
 
 class HoverAction(_Action):
+    ONE_OF = ("selector", "text")
     type: Literal["hover"]
-    selector: ActionSelector = Field(description="CSS selector of the element to move the mouse onto (a menu)")
+    selector: ActionSelector | None = Field(None, description="CSS selector of the element to move the mouse onto")
+    text: ShownText | None = TEXT_FIELD
 
 
 class SelectAction(_Action):
+    ONE_OF = ("selector", "label")
     type: Literal["select"]
-    selector: ActionSelector = Field(description="CSS selector of a <select>")
+    selector: ActionSelector | None = Field(None, description="CSS selector of a <select>")
+    label: ShownText | None = LABEL_FIELD
     values: list[str] = Field(min_length=1, max_length=100, description="Option values or labels to select")
 
 
@@ -245,7 +274,8 @@ class ScrapeOptions(ContextOptions, ReadOptions, _Address):
         description="Done in order once the page has settled (after waitFor), each followed by the page settling "
         "again, before the page is read or captured: click (repeat: a 'Load more' button), write (into a field; "
         "submit), press (a key), scroll (repeat: an endless list), wait (milliseconds, or until a selector is "
-        "shown), hover, select (a <select>'s options). Elements by CSS selector; optional: skip it when its "
+        "shown), hover, select (a <select>'s options). Elements by CSS selector, or by the text they show "
+        "(text: 'Load more') or a field's label or placeholder (label: 'Email'); optional: skip it when its "
         "element is not there. `actions` in the result says what each did",
     )
 

@@ -17,7 +17,7 @@ from rpc.models.browser import (
     TypeParams,
 )
 from sandbox_image.browser.errors import PlaywrightError, clean_message, execution_error
-from sandbox_image.browser.locate import act, locate
+from sandbox_image.browser.locate import Target, act, locate
 from sandbox_image.browser.tab import NavigationMark, Tab
 from sandbox_image.browser.timeouts import Budget
 
@@ -46,8 +46,12 @@ async def finish(tab: Tab, mark: NavigationMark, budget: Budget) -> ActionResult
     return ActionResult(tabId=tab.id, url=tab.url, title=await tab.title(), navigated=navigated)
 
 
-async def click(tab: Tab, params: ClickParams, budget: Budget) -> ActionResult:
-    target = await locate(tab, params.selector)
+# `target`: the element found another way than params.selector (scrape's actions find one by its text or
+# label); params.selector then only names it in messages.
+
+
+async def click(tab: Tab, params: ClickParams, budget: Budget, target: Target | None = None) -> ActionResult:
+    target = target or await locate(tab, params.selector)
     mark = tab.mark()
     if params.doubleClick:
         await act(
@@ -58,8 +62,8 @@ async def click(tab: Tab, params: ClickParams, budget: Budget) -> ActionResult:
     return await finish(tab, mark, budget)
 
 
-async def type_text(tab: Tab, params: TypeParams, budget: Budget) -> ActionResult:
-    target = await locate(tab, params.selector)
+async def type_text(tab: Tab, params: TypeParams, budget: Budget, target: Target | None = None) -> ActionResult:
+    target = target or await locate(tab, params.selector)
     mark = tab.mark()
     if params.clear:
         await act(tab, target, "type into", budget, lambda ms: target.locator.fill(params.text, timeout=ms))
@@ -96,15 +100,17 @@ async def press_key(tab: Tab, params: PressKeyParams, budget: Budget) -> ActionR
     return await finish(tab, mark, budget)
 
 
-async def hover(tab: Tab, params: HoverParams, budget: Budget) -> ActionResult:
-    target = await locate(tab, params.selector)
+async def hover(tab: Tab, params: HoverParams, budget: Budget, target: Target | None = None) -> ActionResult:
+    target = target or await locate(tab, params.selector)
     mark = tab.mark()
     await act(tab, target, "hover", budget, lambda ms: target.locator.hover(timeout=ms))
     return await finish(tab, mark, budget)
 
 
-async def select_option(tab: Tab, params: SelectOptionParams, budget: Budget) -> SelectOptionResult:
-    target = await locate(tab, params.selector)
+async def select_option(
+    tab: Tab, params: SelectOptionParams, budget: Budget, target: Target | None = None
+) -> SelectOptionResult:
+    target = target or await locate(tab, params.selector)
     mark = tab.mark()
     try:
         selected = await act(

@@ -1,6 +1,8 @@
 """scrape's actions: what a visitor does on the page before it is read — click, write, press, scroll, wait,
-hover, select — done by the browser tools' own operations (sandbox_image/browser/interaction.py), on CSS
-selectors.
+hover, select — done by the browser tools' own operations (sandbox_image/browser/interaction.py), on an
+element found by CSS selector or as a reader finds it: by the text it shows (a button, a link), or a field
+by its label or placeholder — what a caller who has read the page's markdown knows of it. Those are
+Playwright's own getByText (whole text, visible elements) and getByLabel / getByPlaceholder.
 
 Each action gets at most ACTION_TIMEOUT_S of what the call has left before its reading reserve, and the
 page settles after it (network quiet and DOM stable for stability.AFTER_ACTION_QUIET_MS, at most
@@ -39,6 +41,7 @@ from rpc.models.scrape import (
 )
 from sandbox_image.browser import interaction
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError
+from sandbox_image.browser.locate import Target
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 
@@ -59,24 +62,52 @@ TIME_HINT = "raise timeoutMs: the actions, each page settling after them, run wi
 Settle = Callable[[float], Awaitable[bool]]
 
 
+def _named(action: ScrapeAction) -> str | None:
+    """The element as the action names it, for messages: its CSS selector, or `text 'Load more'`, `label 'Email'`
+    (None: the action names none)."""
+    if getattr(action, "selector", None) is not None:
+        return str(action.selector)
+    if isinstance(action, (ClickAction, HoverAction, WaitAction)) and action.text is not None:
+        return f"text {action.text!r}"
+    if isinstance(action, (WriteAction, SelectAction)) and action.label is not None:
+        return f"label {action.label!r}"
+    return None
+
+
 def describe(action: ScrapeAction) -> str:
-    target = getattr(action, "selector", None)
+    named = _named(action)
+    shown = repr(named) if getattr(action, "selector", None) is not None else named
     if isinstance(action, PressAction):
-        return f"press {action.key}" + (f" on {target!r}" if target else "")
+        return f"press {action.key}" + (f" on {shown}" if shown else "")
     if isinstance(action, WaitAction):
-        return f"wait {action.milliseconds} ms" if action.milliseconds else f"wait for {target!r}"
-    if isinstance(action, ScrollAction) and not target:
+        return f"wait {action.milliseconds} ms" if action.milliseconds else f"wait for {shown}"
+    if isinstance(action, ScrollAction) and not shown:
         return f"scroll {action.direction}"
-    return f"{action.type} {target!r}"
+    return f"{action.type} {shown}"
 
 
-def _locator(tab: Tab, selector: str) -> Locator:
-    return tab.check().locator(f"css={selector}")
+def _target(tab: Tab, action: ScrapeAction) -> Target | None:
+    """The action's element when it is not named by a CSS selector; None: the operation locates it itself."""
+    page, named = tab.check(), _named(action)
+    if isinstance(action, (ClickAction, HoverAction, WaitAction)) and action.text is not None:
+        locator = page.get_by_text(action.text, exact=True).filter(visible=True)
+    elif isinstance(action, (WriteAction, SelectAction)) and action.label is not None:
+        label = action.label
+        locator = page.get_by_label(label, exact=True).or_(page.get_by_placeholder(label, exact=True))
+    else:
+        return None
+    assert named is not None
+    return Target(locator, named, tab.refs.epoch)
 
 
-async def _shown(tab: Tab, selector: str) -> bool:
-    """Some element the selector matches is on the page and visible now (no waiting)."""
-    locator = _locator(tab, selector)
+def _locator(tab: Tab, action: ScrapeAction) -> Locator:
+    target = _target(tab, action)
+    return target.locator if target is not None else tab.check().locator(f"css={action.selector}")
+
+
+async def _shown(tab: Tab, action: ScrapeAction) -> bool:
+    """Some element the action names is on the page and visible now (no waiting)."""
+    locator = _locator(tab, action)
     try:
         return await tab.guard(locator.count()) > 0 and bool(await tab.guard(locator.first.is_visible()))
     except PlaywrightError:  # the document went away meanwhile: not shown
@@ -120,14 +151,13 @@ class Actions:
     async def _one(self, index: int, action: ScrapeAction) -> int:
         """Do it (again, for `repeat`); how many times it was done."""
         self.navigated = False
-        selector = getattr(action, "selector", None)
         if isinstance(action, WaitAction):
             return await self._wait(index, action)
-        if action.optional and selector is not None and not await _shown(self.tab, selector):
+        if action.optional and _named(action) is not None and not await _shown(self.tab, action):
             return 0
         times = 0
         for _ in range(getattr(action, "repeat", 1)):
-            if times and isinstance(action, ClickAction) and not await _shown(self.tab, action.selector):
+            if times and isinstance(action, ClickAction) and not await _shown(self.tab, action):
                 break  # the button went: the list is whole
             try:
                 moved = await self._act(action, self._step(index, action))
@@ -146,6 +176,7 @@ class Actions:
     async def _act(self, action: ScrapeAction, budget: Budget) -> bool:
         """One go of an action other than wait; False when it changed nothing (a scroll at the page's end)."""
         tab, ms = self.tab, int(max(100, budget.ms()))
+        target, named = _target(tab, action), _named(action) or ""
         if isinstance(action, ScrollAction):
             scroll = ScrollParams(
                 selector=action.selector, direction=action.direction, amount=action.amount, timeoutMs=ms
@@ -154,18 +185,18 @@ class Actions:
             after = await interaction.scroll(tab, scroll, budget)
             return action.selector is not None or (after.scrollX, after.scrollY) != before
         if isinstance(action, ClickAction):
-            result = await interaction.click(tab, ClickParams(selector=action.selector, timeoutMs=ms), budget)
+            result = await interaction.click(tab, ClickParams(selector=named, timeoutMs=ms), budget, target)
         elif isinstance(action, WriteAction):
-            typing = TypeParams(selector=action.selector, text=action.text, submit=action.submit, timeoutMs=ms)
-            result = await interaction.type_text(tab, typing, budget)
+            typing = TypeParams(selector=named, text=action.text, submit=action.submit, timeoutMs=ms)
+            result = await interaction.type_text(tab, typing, budget, target)
         elif isinstance(action, PressAction):
             result = await interaction.press_key(tab, PressKeyParams(key=action.key, selector=action.selector), budget)
         elif isinstance(action, HoverAction):
-            result = await interaction.hover(tab, HoverParams(selector=action.selector, timeoutMs=ms), budget)
+            result = await interaction.hover(tab, HoverParams(selector=named, timeoutMs=ms), budget, target)
         else:
             assert isinstance(action, SelectAction)
-            options = SelectOptionParams(selector=action.selector, values=action.values, timeoutMs=ms)
-            result = await interaction.select_option(tab, options, budget)
+            options = SelectOptionParams(selector=named, values=action.values, timeoutMs=ms)
+            result = await interaction.select_option(tab, options, budget, target)
         self.navigated = self.navigated or result.navigated
         return True
 
@@ -174,17 +205,17 @@ class Actions:
         if action.milliseconds is not None:
             await asyncio.sleep(max(0.0, min(action.milliseconds / 1000, self._left())))
             return 1
-        assert action.selector is not None
+        named = _named(action)
         try:
-            shown = _locator(self.tab, action.selector).first.wait_for(state="visible", timeout=budget.ms())
+            shown = _locator(self.tab, action).first.wait_for(state="visible", timeout=budget.ms())
             await self.tab.guard(shown)
         except PlaywrightTimeoutError:
             if action.optional:
                 return 0
             raise BoxwrightError(
                 ErrorCode.ELEMENT_NOT_FOUND,
-                f"nothing {action.selector!r} matches was shown within {budget.total_ms} ms",
-                details={"selector": action.selector, "timeoutMs": budget.total_ms},
+                f"no such element was shown within {budget.total_ms} ms",
+                details={"selector": named, "timeoutMs": budget.total_ms},
             ) from None
         return 1
 

@@ -59,11 +59,13 @@ add();
 seen.observe(document.getElementById("end"));
 </script></body></html>"""
 SEARCH = """<!doctype html><html lang="en"><head><title>Search</title></head><body><main><h1>Search foxes</h1>
-<form action="/results"><input id="q" name="q"><button>Go</button></form></main></body></html>"""
+<form action="/results"><input id="q" name="q" placeholder="Search foxes"><button>Go</button></form>
+<p>Go fast.</p><p>Go fast.</p></main></body></html>"""
 # A shop card: the price follows the size chosen, a menu opens on hover, keys pressed are written down; a
 # paragraph comes 1.5 s after load (no request: the smart wait has settled before it).
 SHOP = """<!doctype html><html lang="en"><head><title>Shop</title></head><body><main><h1>Walnut desk</h1>
-<select id="size"><option value="s">Small</option><option value="m">Medium</option></select>
+<label for="size">Size</label><select id="size"><option value="s">Small</option><option value="m">Medium</option>
+</select>
 <p id="price">Price 10 euros</p><div id="menu">Menu <span id="sub" hidden>Submenu words</span></div>
 <p id="keys">Keys:</p></main>
 <script>
@@ -151,6 +153,39 @@ async def test_a_form_sends_the_page_on_and_the_page_it_went_to_is_read(
         scraper, f"{site}/search", actions=[{"type": "write", "selector": "#q", "text": "nothing", "submit": True}]
     )
     assert none["status"] == 404 and "Results for nothing" in none["markdown"]
+
+
+async def test_elements_by_what_a_reader_sees(scraper: BrowserDriver, site: str) -> None:  # noqa: F811
+    """A caller who has read the markdown knows a button's text and a field's label, not the page's CSS."""
+    whole = await scrape(scraper, f"{site}/list", actions=[{"type": "click", "text": "Load more", "repeat": 10}])
+    assert whole["actions"][0]["times"] == 2 and "Fox item 3.5" in whole["markdown"]
+    found = await scrape(
+        scraper, f"{site}/search", actions=[{"type": "write", "label": "Search foxes", "text": "den", "submit": True}]
+    )
+    assert found["url"] == f"{site}/results?q=den" and found["markdown"].startswith("# Results for den")
+    chosen = await scrape(
+        scraper,
+        f"{site}/shop",
+        actions=[{"type": "select", "label": "Size", "values": ["m"]}, {"type": "wait", "text": "Price 12 euros"}],
+    )
+    assert "Price 12 euros" in chosen["markdown"] and [a["times"] for a in chosen["actions"]] == [1, 1]
+    # The same text on two shown elements is no one element.
+    two = await scraper.error(
+        methods.SCRAPE_PAGE.name, url=f"{site}/search", actions=[{"type": "click", "text": "Go fast."}]
+    )
+    assert two.code.value == "INVALID_PARAMETER" and two.details["matches"] == 2, two
+    assert two.message.startswith("action 0 (click text 'Go fast.'): ")
+    # A whole text: "Go" is the button's, not the paragraphs' "Go fast." (it submits the empty search).
+    go = await scrape(scraper, f"{site}/search", actions=[{"type": "click", "text": "Go"}])
+    assert go["actions"][0]["navigated"] and go["url"] == f"{site}/results?q="
+    missing = await scraper.error(
+        methods.SCRAPE_PAGE.name,
+        url=f"{site}/shop",
+        timeoutMs=3000,
+        actions=[{"type": "hover", "text": "Submenu words"}],
+    )  # there, but hidden: not counted, so not found
+    assert missing.code.value == "ELEMENT_NOT_FOUND" and missing.details["selector"] == "text 'Submenu words'"
+    assert missing.details["action"] == 0 and missing.hint == scrape_actions.HINT
 
 
 async def test_select_hover_press_and_wait(scraper: BrowserDriver, site: str) -> None:  # noqa: F811
@@ -263,8 +298,11 @@ def test_bad_actions_are_refused_by_the_model() -> None:
         return json.dumps(caught.value.errors(include_url=False, include_context=False), default=str)
 
     assert "a ref (ref_12)" in refused([{"type": "click", "selector": "ref_4"}])
-    assert "either milliseconds or a selector" in refused([{"type": "wait"}])
-    assert "either milliseconds or a selector" in refused([{"type": "wait", "milliseconds": 5, "selector": "p"}])
+    assert "a wait action takes one of milliseconds, selector, text" in refused([{"type": "wait"}])
+    assert "not milliseconds and selector together" in refused([{"type": "wait", "milliseconds": 5, "selector": "p"}])
+    assert "a click action takes one of selector, text" in refused([{"type": "click", "repeat": 2}])
+    assert "a write action takes one of selector, label" in refused([{"type": "write", "text": "fox"}])
+    assert "at most 200 characters" in refused([{"type": "click", "text": "x" * 201}])
     assert "does not match any of the expected tags" in refused([{"type": "jump"}])
     assert "Extra inputs" in refused([{"type": "click", "selector": "p", "times": 3}])
     assert "less than or equal to 50" in refused([{"type": "click", "selector": "p", "repeat": 51}])

@@ -139,9 +139,10 @@ DESCRIPTION = (
     "never loads those kinds, for a faster load when only the text matters. "
     "blockCookieBanners=true refuses cookie-consent popups (DuckDuckGo's autoconsent rules) so they neither "
     "cover a screenshot nor end up in the text. "
-    "actions (click, write, press, scroll, wait, hover, select; CSS selectors) are done on the page before it is "
-    'read or captured, e.g. [{"type": "click", "selector": "#more", "repeat": 5}] for a \'Load more\' '
-    "button; to act step by step, use a browser tab and browser_scrape. "
+    "actions (click, write, press, scroll, wait, hover, select; an element by CSS selector, by the text it shows, "
+    "or a field by its label) are done on the page before it is read or captured, e.g. "
+    '[{"type": "click", "text": "Load more", "repeat": 5}]; to act step by step, use a browser tab and '
+    "browser_scrape. "
     "includeIframes=true also reads the page's visible frames in place (an embedded document; a frameset "
     "page's frames are always read)."
 )
