@@ -343,9 +343,10 @@ async def cookie_banners_refused(p: Scraper) -> None:
 
 
 async def actions_before_reading(p: Scraper) -> None:
-    """A click that adds content, through MCP on the image's browser; a missing element names its action."""
+    """A click (on the button's text) that adds content, through MCP on the image's browser; a missing element
+    names its action."""
     assert "part two" not in (await p.ok("/more", onlyMainContent=False))["markdown"]
-    actions = [{"type": "click", "selector": "#more"}, {"type": "click", "selector": "#cookies", "optional": True}]
+    actions = [{"type": "click", "text": "Load more"}, {"type": "click", "selector": "#cookies", "optional": True}]
     clicked = await p.s.call(
         "scrape", {"url": f"{BASE}/more", "sandboxId": p.sid, "onlyMainContent": False, "actions": actions}
     )
