@@ -56,6 +56,11 @@ HINT = (
     "check the selector against the page (scrape it with format html and onlyMainContent false to see its markup), "
     "add a wait action for an element that comes late, or mark the action optional"
 )
+COVERED_HINT = (
+    "something covers the element (a popup, a cookie banner, a sticky header): click that away first with an "
+    "optional action before this one, or pass blockCookieBanners"
+)
+DISABLED_HINT = "the element is disabled: an earlier action may have to enable it (fill in the form's fields first)"
 AMBIGUOUS_HINT = "make the selector match one element: an id, a :nth-of-type(), a parent's class before it"
 TIME_HINT = "raise timeoutMs: the actions, each page settling after them, run within it"
 
@@ -229,6 +234,10 @@ def _in_action(exc: BoxwrightError, index: int, action: ScrapeAction) -> Boxwrig
         hint = AMBIGUOUS_HINT
     elif exc.code == ErrorCode.OPERATION_TIMEOUT:
         hint = TIME_HINT
+    elif "intercepts pointer events" in str(exc.details.get("reason", "")):
+        hint = COVERED_HINT
+    elif "not enabled" in str(exc.details.get("reason", "")):
+        hint = DISABLED_HINT
     elif exc.code in (ErrorCode.ELEMENT_NOT_FOUND, ErrorCode.EXECUTION_ERROR) or "snapshot" in (hint or ""):
         hint = HINT
     details = {**exc.details, "action": index, "type": action.type}

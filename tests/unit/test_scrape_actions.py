@@ -67,7 +67,9 @@ SHOP = """<!doctype html><html lang="en"><head><title>Shop</title></head><body><
 <label for="size">Size</label><select id="size"><option value="s">Small</option><option value="m">Medium</option>
 </select>
 <p id="price">Price 10 euros</p><div id="menu">Menu <span id="sub" hidden>Submenu words</span></div>
-<p id="keys">Keys:</p></main>
+<p id="keys">Keys:</p><button id="checkout" disabled>Checkout</button>
+<div id="ad" style="position: fixed; top: 0; width: 100%; height: 40px; background: white; z-index: 9">Ad</div>
+<button id="top" style="position: fixed; top: 5px; left: 5px">Top</button></main>
 <script>
 const size = document.getElementById("size"), price = document.getElementById("price");
 size.onchange = () => { price.textContent = "Price " + (size.value === "m" ? 12 : 10) + " euros"; };
@@ -276,6 +278,18 @@ async def test_a_failing_action_names_itself_and_leaves_nothing_open(
     )
     assert late.code.value == "OPERATION_TIMEOUT" and late.details["action"] == 1, late
     assert "timeoutMs" in late.hint
+
+    disabled = await scraper.error(
+        methods.SCRAPE_PAGE.name,
+        url=f"{site}/shop",
+        timeoutMs=3000,
+        actions=[{"type": "click", "selector": "#checkout"}],
+    )
+    assert disabled.code.value == "EXECUTION_ERROR" and disabled.hint == scrape_actions.DISABLED_HINT, disabled
+    covered = await scraper.error(
+        methods.SCRAPE_PAGE.name, url=f"{site}/shop", timeoutMs=3000, actions=[{"type": "click", "selector": "#top"}]
+    )
+    assert covered.code.value == "EXECUTION_ERROR" and covered.hint == scrape_actions.COVERED_HINT, covered
 
     pdf = await scraper.error(
         methods.SCRAPE_PAGE.name, url=f"{site}/report.pdf", actions=[{"type": "click", "selector": "a"}]
