@@ -44,6 +44,7 @@ from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError
 from sandbox_image.browser.locate import Target
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
+from sandbox_image.browser.urls import redact
 
 if TYPE_CHECKING:
     from playwright.async_api import Locator
@@ -149,7 +150,7 @@ class Actions:
             try:
                 times = await self._one(index, action)
             except BoxwrightError as exc:
-                raise _in_action(exc, index, action) from None
+                raise _in_action(exc, index, action, self.tab.url) from None
             done.append(ActionDone(type=action.type, times=times, navigated=self.navigated, url=self.tab.url))
         return done
 
@@ -225,7 +226,7 @@ class Actions:
         return 1
 
 
-def _in_action(exc: BoxwrightError, index: int, action: ScrapeAction) -> BoxwrightError:
+def _in_action(exc: BoxwrightError, index: int, action: ScrapeAction, page_url: str) -> BoxwrightError:
     """The operation's error, naming the action; hints that point at a browser tab's snapshot made fit."""
     if "action" in exc.details:  # named already (no time left for it)
         return exc
@@ -240,5 +241,5 @@ def _in_action(exc: BoxwrightError, index: int, action: ScrapeAction) -> Boxwrig
         hint = DISABLED_HINT
     elif exc.code in (ErrorCode.ELEMENT_NOT_FOUND, ErrorCode.EXECUTION_ERROR) or "snapshot" in (hint or ""):
         hint = HINT
-    details = {**exc.details, "action": index, "type": action.type}
+    details = {**exc.details, "action": index, "type": action.type, "pageUrl": redact(page_url)}
     return BoxwrightError(exc.code, f"action {index} ({describe(action)}): {exc.message}", hint=hint, details=details)

@@ -128,11 +128,18 @@ def too_large(url: str, size: int, what: str, limit: int = MAX_PAGE_BYTES) -> Bo
 
 
 def failed(
-    url: str, message: str, fmt: str, response: Response | None, *, sent_from: str | None = None
+    url: str,
+    message: str,
+    fmt: str,
+    response: Response | None,
+    *,
+    sent_from: str | None = None,
+    sent_by: str = "its own script",
 ) -> BoxwrightError:
     """Why a navigation did not produce a page, as the most specific code there is.
 
-    `sent_from`: the page whose own script navigated to `url` after it had loaded.
+    `sent_from`: the page that navigated to `url` after it had loaded — by its own script, or `sent_by` one of
+    the call's actions (a link clicked, a form submitted).
     """
     if "Download is starting" in message:  # a PDF, an archive: anything the browser downloads
         content_type = media_type(response.headers.get("content-type")) if response is not None else ""
@@ -158,7 +165,7 @@ def failed(
     details["sentFrom"] = redact(sent_from)
     return BoxwrightError(
         code,
-        f"{redact(sent_from)} loaded, then its own script sent the browser to {redact(url)}, which failed: {reason} "
+        f"{redact(sent_from)} loaded, then {sent_by} sent the browser to {redact(url)}, which failed: {reason} "
         f"({net_error or message}); what the browser shows is its error page, not the page",
         hint=f"the page sends the browser on to {redact(url)}: check that that address answers from the sandbox "
         "(its network mode), or scrape it directly",
@@ -197,13 +204,13 @@ class MainFrame:
         self.page.remove_listener("requestfailed", self._on_failed)
 
 
-def on_error_page(tab: Tab, url: str, fmt: str, frame: MainFrame) -> None:
-    """After the wait: the page moved itself to an address that failed → that failure, not Chromium's
-    error page returned as the page's content."""
+def on_error_page(tab: Tab, url: str, fmt: str, frame: MainFrame, sent_by: str = "its own script") -> None:
+    """After the wait (or an action): the page at `url` moved to an address that failed → that failure, not
+    Chromium's error page returned as the page's content."""
     if not tab.url.startswith(ERROR_PAGE):
         return
     target, message = frame.failure or (url, "the page moved to an address that failed")
-    raise failed(target, message, fmt, None, sent_from=url)
+    raise failed(target, message, fmt, None, sent_from=url, sent_by=sent_by)
 
 
 def is_pdf_download(message: str, response: Response) -> bool:

@@ -164,8 +164,13 @@ class ScrapeService:
         done = None
         if params.actions:
             settle = functools.partial(self._smart_wait, tab, quiet_ms=AFTER_ACTION_QUIET_MS)
+            before = tab.url
             done = await actions.Actions(tab, budget, reserve, settle).run(params.actions)
-            if any(action.navigated for action in done):  # the page read is another document than the one loaded
+            moved = [index for index, action in enumerate(done) if action.navigated]
+            if moved:  # the page read is another document than the one loaded; or the browser's error page
+                last = moved[-1]
+                sent_by = f"action {last} ({actions.describe(params.actions[last])})"
+                loading.on_error_page(tab, done[last - 1].url if last else before, fmt, frame, sent_by)
                 loaded = await loading.reloaded(tab, frame, loaded)
         if fmt == "fullscreenshot":
             # What loads on sight (lazy images) loads before the capture: scroll the page through, then

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -106,6 +107,10 @@ ROUTES: dict[str, Any] = {
     "/results": results,
     "/shop": lambda _r: html(SHOP),
     "/report.pdf": lambda _r: web.Response(body=REPORT_PDF, content_type="application/pdf"),
+    "/links": lambda r: html(
+        f"<title>Links</title><main><h1>Links</h1><a id='dead' href='{r.query['dead']}'>Dead link</a> "
+        "<a id='search' href='/search'>Search page</a></main>"
+    ),
 }
 
 
@@ -253,6 +258,7 @@ async def test_a_failing_action_names_itself_and_leaves_nothing_open(
         "timeoutMs": missing.details["timeoutMs"],
         "action": 0,
         "type": "click",
+        "pageUrl": f"{site}/shop",
     }
     assert missing.hint == scrape_actions.HINT
 
@@ -303,6 +309,28 @@ async def test_a_failing_action_names_itself_and_leaves_nothing_open(
     )
     assert bad.code.value == "INVALID_PARAMETER" and bad.details["errors"][0]["field"] == "actions.1.click.selector"
     assert scraper.service.engine.open_counts() == before
+
+
+async def test_where_the_actions_took_the_page_is_said_when_one_fails(
+    scraper: BrowserDriver,  # noqa: F811
+    site: str,
+) -> None:
+    with socket.socket() as closed:  # a port nothing listens on (bound, never listening)
+        closed.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{closed.getsockname()[1]}/"
+        links = f"{site}/links?dead={dead}"
+        err = await scraper.error(methods.SCRAPE_PAGE.name, url=links, actions=[{"type": "click", "text": "Dead link"}])
+    assert err.code.value == "HOST_UNREACHABLE" and err.details["sentFrom"] == f"{site}/links", err  # query left out
+    assert f"then action 0 (click text 'Dead link') sent the browser to {dead}" in err.message
+    # The first click went on to the search page: the second looks for its element there, and says where it was.
+    lost = await scraper.error(
+        methods.SCRAPE_PAGE.name,
+        url=links,
+        timeoutMs=3000,
+        actions=[{"type": "click", "selector": "#search"}, {"type": "click", "selector": "#dead"}],
+    )
+    assert lost.code.value == "ELEMENT_NOT_FOUND" and lost.details["action"] == 1
+    assert lost.details["pageUrl"] == f"{site}/search"
 
 
 def test_bad_actions_are_refused_by_the_model() -> None:
