@@ -63,6 +63,7 @@ CssSelector = Annotated[str, StringConstraints(strip_whitespace=True, min_length
 # -- actions: what scrape does on the page, as a visitor would, before it reads it ----------------------
 MAX_ACTIONS = 20
 MAX_ACTION_REPEAT = 50
+MAX_CLICK_ALL = 100  # elements one click action with `all` clicks
 MAX_ACTION_WAIT_MS = 30_000
 MAX_ACTIONS_WAIT_MS = 60_000  # the `wait` actions' milliseconds together (they add to the call's time, as waitFor)
 _REF = re.compile(r"ref_\d+")
@@ -125,6 +126,17 @@ class ClickAction(_Action):
         description="Click again, the page settling in between, up to this many times in all while the element "
         "is still shown (a 'Load more' button until the list is whole)",
     )
+    all: bool = Field(
+        False,
+        description=f"Click every element named that is shown (at most {MAX_CLICK_ALL}), each once, in page order, "
+        "instead of the one it must name — every 'Show answer' of a FAQ, every collapsed section",
+    )
+
+    @model_validator(mode="after")
+    def _all_or_repeat(self) -> ClickAction:
+        if self.all and self.repeat > 1:
+            raise ValueError("all clicks each element once; repeat clicks one element again — not both")
+        return self
 
 
 class WriteAction(_Action):

@@ -29,6 +29,7 @@ from rpc.models.browser import (
     TypeParams,
 )
 from rpc.models.scrape import (
+    MAX_CLICK_ALL,
     ActionDone,
     ClickAction,
     HoverAction,
@@ -159,6 +160,8 @@ class Actions:
         self.navigated = False
         if isinstance(action, WaitAction):
             return await self._wait(index, action)
+        if isinstance(action, ClickAction) and action.all:
+            return await self._click_all(index, action)
         if action.optional and _named(action) is not None and not await _shown(self.tab, action):
             return 0
         times = 0
@@ -177,6 +180,33 @@ class Actions:
             await self._settled()
             if self.navigated:  # another document: what was to be repeated is not on it
                 break
+        return times
+
+    async def _click_all(self, index: int, action: ClickAction) -> int:
+        """Each element named that is shown, once, in page order (as many as there were at the start); the page
+        settles once, after the last. None shown: ELEMENT_NOT_FOUND, as a click on one would be (optional: 0)."""
+        locator = _locator(self.tab, action)
+        named = _named(action) or ""
+        count = min(await self.tab.guard(locator.count()), MAX_CLICK_ALL)
+        times = 0
+        for nth in range(count):
+            element = Target(locator.nth(nth), named, self.tab.refs.epoch)
+            if not await self.tab.guard(element.locator.is_visible()):
+                continue
+            budget = self._step(index, action)
+            params = ClickParams(selector=named, timeoutMs=int(max(100, budget.ms())))
+            result = await interaction.click(self.tab, params, budget, element)
+            times += 1
+            if result.navigated:  # another document: the rest are not on it
+                self.navigated = True
+                break
+        if not times:
+            if action.optional:
+                return 0
+            raise BoxwrightError(
+                ErrorCode.ELEMENT_NOT_FOUND, f"no shown element matches {named!r}", details={"selector": named}
+            )
+        await self._settled()
         return times
 
     async def _act(self, action: ScrapeAction, budget: Budget) -> bool:

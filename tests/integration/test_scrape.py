@@ -355,7 +355,7 @@ async def actions_before_reading(p: Scraper) -> None:
     assert [a["times"] for a in clicked.data["actions"]] == [1, 0]
     assert clicked.summary.endswith(", after 2 actions (1 skipped: not on the page)"), clicked.summary
     err = await p.error(
-        f"{BASE}/more", "ELEMENT_NOT_FOUND", timeoutMs=2000, actions=[{"type": "click", "selector": "#buy"}]
+        f"{BASE}/more", "ELEMENT_NOT_FOUND", timeoutMs=5000, actions=[{"type": "click", "selector": "#buy"}]
     )
     assert err["details"]["action"] == 0 and err["details"]["type"] == "click" and "optional" in err["recoverHint"]
 

@@ -59,6 +59,17 @@ const seen = new IntersectionObserver((entries) => {
 add();
 seen.observe(document.getElementById("end"));
 </script></body></html>"""
+# Three questions whose answers open on a click each (a fourth button is hidden, and stays so).
+FAQ = (
+    """<!doctype html><html lang="en"><head><title>FAQ</title></head><body><main><h1>Questions</h1>
+"""
+    + "".join(
+        f"""<section><h2>Question {n}</h2><button onclick="this.nextElementSibling.hidden = false">Show answer</button>
+<p hidden>Answer {n}: foxes sleep in dens by day and hunt at dusk.</p></section>"""
+        for n in (1, 2, 3)
+    )
+    + """<button style="display: none">Show answer</button></main></body></html>"""
+)
 SEARCH = """<!doctype html><html lang="en"><head><title>Search</title></head><body><main><h1>Search foxes</h1>
 <form action="/results"><input id="q" name="q" placeholder="Search foxes"><button>Go</button></form>
 <p>Go fast.</p><p>Go fast.</p></main></body></html>"""
@@ -107,6 +118,7 @@ ROUTES: dict[str, Any] = {
     "/results": results,
     "/shop": lambda _r: html(SHOP),
     "/report.pdf": lambda _r: web.Response(body=REPORT_PDF, content_type="application/pdf"),
+    "/faq": lambda _r: html(FAQ),
     "/links": lambda r: html(
         f"<title>Links</title><main><h1>Links</h1><a id='dead' href='{r.query['dead']}'>Dead link</a> "
         "<a id='search' href='/search'>Search page</a></main>"
@@ -135,6 +147,22 @@ async def test_load_more_until_the_list_is_whole(scraper: BrowserDriver, site: s
     # The same in a picture of the page: the actions come before the capture.
     shot = await scrape(scraper, f"{site}/list", format="screenshot", actions=[{"type": "click", "selector": "#more"}])
     assert shot["actions"][0]["times"] == 1 and png_size(base64.b64decode(shot["screenshot"])) == (1280, 720)
+
+
+async def test_every_answer_of_a_faq_is_opened(scraper: BrowserDriver, site: str) -> None:  # noqa: F811
+    closed = (await scrape(scraper, f"{site}/faq"))["markdown"]
+    assert "Answer 1" not in closed and "Question 3" in closed
+    opened = await scrape(scraper, f"{site}/faq", actions=[{"type": "click", "text": "Show answer", "all": True}])
+    assert all(f"Answer {n}: foxes" in opened["markdown"] for n in (1, 2, 3)), opened["markdown"]
+    assert opened["actions"][0]["times"] == 3  # the hidden fourth button is not clicked
+    none = await scraper.error(
+        methods.SCRAPE_PAGE.name, url=f"{site}/faq", actions=[{"type": "click", "selector": ".gone", "all": True}]
+    )
+    assert none.code.value == "ELEMENT_NOT_FOUND" and none.details["action"] == 0
+    skipped = await scrape(
+        scraper, f"{site}/faq", actions=[{"type": "click", "selector": ".gone", "all": True, "optional": True}]
+    )
+    assert skipped["actions"][0]["times"] == 0
 
 
 async def test_an_endless_list_is_scrolled_to_its_end(scraper: BrowserDriver, site: str) -> None:  # noqa: F811
@@ -188,7 +216,7 @@ async def test_elements_by_what_a_reader_sees(scraper: BrowserDriver, site: str)
     missing = await scraper.error(
         methods.SCRAPE_PAGE.name,
         url=f"{site}/shop",
-        timeoutMs=3000,
+        timeoutMs=5000,
         actions=[{"type": "hover", "text": "Submenu words"}],
     )  # there, but hidden: not counted, so not found
     assert missing.code.value == "ELEMENT_NOT_FOUND" and missing.details["selector"] == "text 'Submenu words'"
@@ -220,7 +248,7 @@ async def test_optional_actions_are_skipped_when_their_element_is_not_there(
     scraper: BrowserDriver,  # noqa: F811
     site: str,
 ) -> None:
-    # Within 3 s (2.1 s for the actions): an optional click that waited for its element would have left the
+    # Within 5 s (3.5 s for the actions): an optional click that waited for its element would have left the
     # select no time at all.
     got = await scrape(
         scraper,
@@ -231,7 +259,7 @@ async def test_optional_actions_are_skipped_when_their_element_is_not_there(
             {"type": "select", "selector": "#size", "values": ["m"]},
             {"type": "wait", "selector": "#never", "optional": True},  # waited for while there is time
         ],
-        timeoutMs=3000,
+        timeoutMs=5000,
     )
     assert [a["times"] for a in got["actions"]] == [0, 0, 1, 0] and "Price 12 euros" in got["markdown"]
 
@@ -251,7 +279,7 @@ async def test_a_failing_action_names_itself_and_leaves_nothing_open(
     assert ambiguous.message.startswith("action 1 (click 'li'): ")
 
     missing = await scraper.error(
-        methods.SCRAPE_PAGE.name, url=f"{site}/shop", timeoutMs=3000, actions=[{"type": "click", "selector": "#buy"}]
+        methods.SCRAPE_PAGE.name, url=f"{site}/shop", timeoutMs=5000, actions=[{"type": "click", "selector": "#buy"}]
     )
     assert missing.code.value == "ELEMENT_NOT_FOUND" and missing.details == {
         "selector": "#buy",
@@ -263,14 +291,14 @@ async def test_a_failing_action_names_itself_and_leaves_nothing_open(
     assert missing.hint == scrape_actions.HINT
 
     never = await scraper.error(
-        methods.SCRAPE_PAGE.name, url=f"{site}/shop", timeoutMs=3000, actions=[{"type": "wait", "selector": "#never"}]
+        methods.SCRAPE_PAGE.name, url=f"{site}/shop", timeoutMs=5000, actions=[{"type": "wait", "selector": "#never"}]
     )
     assert never.code.value == "ELEMENT_NOT_FOUND" and never.details["action"] == 0 and "was shown" in never.message
 
     wrong = await scraper.error(
         methods.SCRAPE_PAGE.name,
         url=f"{site}/shop",
-        timeoutMs=3000,
+        timeoutMs=5000,
         actions=[{"type": "select", "selector": "#size", "values": ["XL"]}],
     )
     assert wrong.code.value == "INVALID_PARAMETER" and wrong.details["action"] == 0 and "XL" in wrong.message
@@ -279,7 +307,7 @@ async def test_a_failing_action_names_itself_and_leaves_nothing_open(
     late = await scraper.error(
         methods.SCRAPE_PAGE.name,
         url=f"{site}/shop",
-        timeoutMs=2000,
+        timeoutMs=4000,
         actions=[{"type": "wait", "selector": "#never", "optional": True}, {"type": "click", "selector": "#size"}],
     )
     assert late.code.value == "OPERATION_TIMEOUT" and late.details["action"] == 1, late
@@ -288,12 +316,12 @@ async def test_a_failing_action_names_itself_and_leaves_nothing_open(
     disabled = await scraper.error(
         methods.SCRAPE_PAGE.name,
         url=f"{site}/shop",
-        timeoutMs=3000,
+        timeoutMs=5000,
         actions=[{"type": "click", "selector": "#checkout"}],
     )
     assert disabled.code.value == "EXECUTION_ERROR" and disabled.hint == scrape_actions.DISABLED_HINT, disabled
     covered = await scraper.error(
-        methods.SCRAPE_PAGE.name, url=f"{site}/shop", timeoutMs=3000, actions=[{"type": "click", "selector": "#top"}]
+        methods.SCRAPE_PAGE.name, url=f"{site}/shop", timeoutMs=5000, actions=[{"type": "click", "selector": "#top"}]
     )
     assert covered.code.value == "EXECUTION_ERROR" and covered.hint == scrape_actions.COVERED_HINT, covered
 
@@ -326,7 +354,7 @@ async def test_where_the_actions_took_the_page_is_said_when_one_fails(
     lost = await scraper.error(
         methods.SCRAPE_PAGE.name,
         url=links,
-        timeoutMs=3000,
+        timeoutMs=5000,
         actions=[{"type": "click", "selector": "#search"}, {"type": "click", "selector": "#dead"}],
     )
     assert lost.code.value == "ELEMENT_NOT_FOUND" and lost.details["action"] == 1
@@ -349,6 +377,7 @@ def test_bad_actions_are_refused_by_the_model() -> None:
     assert "Extra inputs" in refused([{"type": "click", "selector": "p", "times": 3}])
     assert "less than or equal to 50" in refused([{"type": "click", "selector": "p", "repeat": 51}])
     assert "scrolled into view once" in refused([{"type": "scroll", "selector": "#end", "repeat": 2}])
+    assert "not both" in refused([{"type": "click", "text": "More", "all": True, "repeat": 2}])
     assert "at most 20 items" in refused([{"type": "press", "key": "a"}] * (MAX_ACTIONS + 1))
     assert "add up to 60001 ms" in refused(
         [{"type": "wait", "milliseconds": 30_000}] * 2 + [{"type": "wait", "milliseconds": 1}]

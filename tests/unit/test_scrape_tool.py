@@ -319,7 +319,7 @@ async def test_actions_come_before_the_reading_and_are_part_of_what_is_kept(serv
         )
         assert skipped.summary.endswith(", after 1 action (1 skipped: not on the page)"), skipped.summary
         missing = await mcp.error(
-            "scrape", {"url": url, "timeoutMs": 2000, "actions": [{"type": "click", "selector": "#gone"}]}
+            "scrape", {"url": url, "timeoutMs": 5000, "actions": [{"type": "click", "selector": "#gone"}]}
         )
         assert missing.code == "ELEMENT_NOT_FOUND" and missing.data["details"]["action"] == 0, missing.data
         assert "optional" in missing.data["recoverHint"]
