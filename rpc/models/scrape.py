@@ -209,7 +209,10 @@ class ActionDone(Result):
     """What one of the call's actions did."""
 
     type: str
-    times: int = Field(description="How often it was done: 0 when it was optional and its element was not there")
+    times: int = Field(
+        description="How often it was done: 0 when it had nothing to act on (optional, and its element was not "
+        "shown; a scroll with nowhere to go)"
+    )
     navigated: bool = Field(False, description="It sent the page to another document")
     url: str = Field(description="The page's address after it")
 

@@ -353,7 +353,7 @@ async def actions_before_reading(p: Scraper) -> None:
     p.calls += 1
     assert "## Foxes, part two" in clicked.data["markdown"], clicked.data
     assert [a["times"] for a in clicked.data["actions"]] == [1, 0]
-    assert clicked.summary.endswith(", after 2 actions (1 skipped: not on the page)"), clicked.summary
+    assert clicked.summary.endswith(", after 2 actions (1 had nothing to act on)"), clicked.summary
     err = await p.error(
         f"{BASE}/more", "ELEMENT_NOT_FOUND", timeoutMs=5000, actions=[{"type": "click", "selector": "#buy"}]
     )

@@ -317,7 +317,7 @@ async def test_actions_come_before_the_reading_and_are_part_of_what_is_kept(serv
         skipped = await mcp.call(
             "scrape", {"url": url, "actions": [{"type": "click", "selector": "#gone", "optional": True}]}
         )
-        assert skipped.summary.endswith(", after 1 action (1 skipped: not on the page)"), skipped.summary
+        assert skipped.summary.endswith(", after 1 action (1 had nothing to act on)"), skipped.summary
         missing = await mcp.error(
             "scrape", {"url": url, "timeoutMs": 5000, "actions": [{"type": "click", "selector": "#gone"}]}
         )

@@ -93,7 +93,7 @@ def _summary(r: ScrapePageResult) -> str:
     if r.actions:
         skipped = sum(1 for action in r.actions if action.times == 0)
         what += f", after {len(r.actions)} action{'s' if len(r.actions) != 1 else ''}" + (
-            f" ({skipped} skipped: not on the page)" if skipped else ""
+            f" ({skipped} had nothing to act on)" if skipped else ""
         )
     reused = f" — reused: from a reading {_age(r.ageMs or 0)} ago, the page not loaded again" if r.reused else ""
     return f"scrape ok: {r.url}{status} ({r.title}): {what}{reused}" + (SIGN_IN_NOTE if r.status == 401 else "")
