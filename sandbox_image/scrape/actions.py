@@ -63,7 +63,10 @@ COVERED_HINT = (
     "optional action before this one, or pass blockCookieBanners"
 )
 DISABLED_HINT = "the element is disabled: an earlier action may have to enable it (fill in the form's fields first)"
-AMBIGUOUS_HINT = "make the selector match one element: an id, a :nth-of-type(), a parent's class before it"
+AMBIGUOUS_HINT = (
+    "name one element: a selector with an id, a :nth-of-type() or a parent's class, or a longer text; to click "
+    "each of them, give the click all: true"
+)
 TIME_HINT = "raise timeoutMs: the actions, each page settling after them, run within it"
 
 Settle = Callable[[float], Awaitable[bool]]
@@ -116,7 +119,7 @@ async def _shown(tab: Tab, action: ScrapeAction) -> bool:
     """Some element the action names is on the page and visible now (no waiting)."""
     locator = _locator(tab, action)
     try:
-        return await tab.guard(locator.count()) > 0 and bool(await tab.guard(locator.first.is_visible()))
+        return await tab.guard(locator.filter(visible=True).count()) > 0
     except PlaywrightError:  # the document went away meanwhile: not shown
         return False
 
