@@ -17,6 +17,8 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, ContentBlock, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from host.mcp.results import failure, success
 from host.sandboxes.models import Caller
@@ -27,6 +29,19 @@ log = logging.getLogger("boxwright.tools")
 
 I = TypeVar("I", bound=BaseModel)  # noqa: E741
 ARGUMENTS_HINT = "fix the named arguments (the tool's inputSchema lists what it accepts) and call again"
+
+
+class PortableSchema(GenerateJsonSchema):
+    """A tagged union (scrape's actions) as plain `anyOf`, without OpenAPI's `discriminator`: the const `type` of
+    each branch already tells them apart, and `oneOf` / `discriminator` are what the function-calling schemas of
+    some model providers refuse (OpenAI's strict mode, Gemini), which clients translate tool schemas into."""
+
+    def tagged_union_schema(self, schema: core_schema.TaggedUnionSchema) -> JsonSchemaValue:
+        union = super().tagged_union_schema(schema)
+        union.pop("discriminator", None)
+        if "oneOf" in union:
+            union["anyOf"] = union.pop("oneOf")
+        return union
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,6 @@ def build_tool(spec: ToolSpec[Any], resolve_caller: Callable[[Context], Caller])
     tool = Tool.from_function(
         _call, name=spec.name, title=spec.title, description=spec.description, annotations=spec.annotations
     )
-    tool.parameters = spec.input.model_json_schema()
+    tool.parameters = spec.input.model_json_schema(schema_generator=PortableSchema)
     tool.fn_metadata.arg_model = _RawArguments
     return tool

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
 
+from host.mcp.registry import PortableSchema
 from host.sandboxes.models import Caller
 from host.services import Services
 from host.testing.fake_backend import FakeBackend
@@ -88,7 +90,8 @@ async def page_url() -> AsyncIterator[str]:
 
 
 def test_schemas_derive_from_the_models() -> None:
-    schema = ScrapeRequest.model_json_schema()
+    schema = ScrapeRequest.model_json_schema(schema_generator=PortableSchema)
+    assert '"oneOf"' not in json.dumps(schema) and '"discriminator"' not in json.dumps(schema)
     props = schema["properties"]
     assert schema["required"] == ["url"]
     assert set(props) == {
@@ -97,7 +100,7 @@ def test_schemas_derive_from_the_models() -> None:
         "blockCookieBanners",
         "includeIframes", "profileId", "sandboxId", "maxAge", "actions",
     }  # fmt: skip
-    kinds = [ref["$ref"].rsplit("/", 1)[1] for ref in props["actions"]["anyOf"][0]["items"]["oneOf"]]
+    kinds = [ref["$ref"].rsplit("/", 1)[1] for ref in props["actions"]["anyOf"][0]["items"]["anyOf"]]
     assert kinds == [
         "ClickAction", "WriteAction", "PressAction", "ScrollAction", "WaitAction", "HoverAction", "SelectAction"
     ]  # fmt: skip
@@ -152,7 +155,7 @@ async def test_scrape_on_a_login_profile(services: Services, fake: FakeBackend, 
 async def test_scrape_in_a_throw_away_sandbox(services: Services, fake: FakeBackend, page_url: str) -> None:
     async with serving(services) as mcp:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
-        assert tools["scrape"].input_schema == ScrapeRequest.model_json_schema()
+        assert tools["scrape"].input_schema == ScrapeRequest.model_json_schema(schema_generator=PortableSchema)
         assert tools["scrape"].output_schema == ScrapeOutput.model_json_schema()
 
         out = await mcp.ok("scrape", {"url": page_url})
