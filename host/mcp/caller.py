@@ -30,3 +30,15 @@ class CallerResolver:
         # one owner may run several clients at once: no session, so no shared default sandbox.
         session = (ctx.headers or {}).get("mcp-session-id") or None
         return Caller(owner=owner, session=session, trust=self.http_trust)
+
+
+def require_local(caller: Caller, what: str) -> None:
+    """Remote callers may not run arbitrary scripts in a page: a script could act as the logged-in user of a
+    login profile, or read what the page shows it."""
+    if caller.trust != "local":
+        raise BoxwrightError(
+            ErrorCode.TRUST_LEVEL_NOT_ALLOWED,
+            f"{what} runs arbitrary JavaScript and is only allowed for local (stdio) callers",
+            hint="run the server over stdio, or set BOXWRIGHT_HTTP_TRUST_LEVEL=local for HTTP callers you trust",
+            details={"trustLevel": caller.trust},
+        )

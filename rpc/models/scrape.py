@@ -199,8 +199,18 @@ class SelectAction(_Action):
     values: list[str] = Field(min_length=1, max_length=100, description="Option values or labels to select")
 
 
+class ScriptAction(_Action):
+    type: Literal["script"]
+    script: str = Field(
+        min_length=1,
+        max_length=100_000,
+        description="JavaScript run in the page, as browser_evaluate runs it (an expression, or a function body "
+        "with return); what it returns, as JSON, is the action's value. Local (stdio) callers only",
+    )
+
+
 ScrapeAction = Annotated[
-    ClickAction | WriteAction | PressAction | ScrollAction | WaitAction | HoverAction | SelectAction,
+    ClickAction | WriteAction | PressAction | ScrollAction | WaitAction | HoverAction | SelectAction | ScriptAction,
     Field(discriminator="type"),
 ]
 
@@ -215,6 +225,7 @@ class ActionDone(Result):
     )
     navigated: bool = Field(False, description="It sent the page to another document")
     url: str = Field(description="The page's address after it")
+    value: Any = Field(None, description="script: what it returned (JSON)")
 
 
 class _Address(Params):
@@ -289,7 +300,8 @@ class ScrapeOptions(ContextOptions, ReadOptions, _Address):
         description="Done in order once the page has settled (after waitFor), each followed by the page settling "
         "again, before the page is read or captured: click (repeat: a 'Load more' button), write (into a field; "
         "submit), press (a key), scroll (repeat: an endless list), wait (milliseconds, or until a selector is "
-        "shown), hover, select (a <select>'s options). Elements by CSS selector, or by the text they show "
+        "shown), hover, select (a <select>'s options), script (JavaScript in the page; local callers only). "
+        "Elements by CSS selector, or by the text they show "
         "(text: 'Load more') or a field's label or placeholder (label: 'Email'); optional: skip it when its "
         "element is not there. `actions` in the result says what each did",
     )

@@ -1,5 +1,5 @@
 """scrape's actions: what a visitor does on the page before it is read — click, write, press, scroll, wait,
-hover, select — done by the browser tools' own operations (sandbox_image/browser/interaction.py), on an
+hover, select, script — done by the browser tools' own operations (sandbox_image/browser/interaction.py), on an
 element found by CSS selector or as a reader finds it: by the text it shows (a button, a link), or a field
 by its label or placeholder — what a caller who has read the page's markdown knows of it. Those are
 Playwright's own getByText (whole text, visible elements) and getByLabel / getByPlaceholder.
@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import (
     ClickParams,
+    EvaluateParams,
     HoverParams,
     PressKeyParams,
     ScrollParams,
@@ -35,12 +36,13 @@ from rpc.models.scrape import (
     HoverAction,
     PressAction,
     ScrapeAction,
+    ScriptAction,
     ScrollAction,
     SelectAction,
     WaitAction,
     WriteAction,
 )
-from sandbox_image.browser import interaction
+from sandbox_image.browser import interaction, scripting
 from sandbox_image.browser.errors import PlaywrightError, PlaywrightTimeoutError
 from sandbox_image.browser.locate import Target
 from sandbox_image.browser.tab import Tab
@@ -75,8 +77,9 @@ Settle = Callable[[float], Awaitable[bool]]
 def _named(action: ScrapeAction) -> str | None:
     """The element as the action names it, for messages: its CSS selector, or `text 'Load more'`, `label 'Email'`
     (None: the action names none)."""
-    if getattr(action, "selector", None) is not None:
-        return str(action.selector)
+    selector = getattr(action, "selector", None)
+    if selector is not None:
+        return str(selector)
     if isinstance(action, (ClickAction, HoverAction, WaitAction)) and action.text is not None:
         return f"text {action.text!r}"
     if isinstance(action, (WriteAction, SelectAction)) and action.label is not None:
@@ -87,6 +90,8 @@ def _named(action: ScrapeAction) -> str | None:
 def describe(action: ScrapeAction) -> str:
     named = _named(action)
     shown = repr(named) if getattr(action, "selector", None) is not None else named
+    if isinstance(action, ScriptAction):
+        return "script"
     if isinstance(action, PressAction):
         return f"press {action.key}" + (f" on {shown}" if shown else "")
     if isinstance(action, WaitAction):
@@ -112,7 +117,7 @@ def _target(tab: Tab, action: ScrapeAction) -> Target | None:
 
 def _locator(tab: Tab, action: ScrapeAction) -> Locator:
     target = _target(tab, action)
-    return target.locator if target is not None else tab.check().locator(f"css={action.selector}")
+    return target.locator if target is not None else tab.check().locator(f"css={_named(action)}")
 
 
 async def _shown(tab: Tab, action: ScrapeAction) -> bool:
@@ -130,6 +135,7 @@ class Actions:
     def __init__(self, tab: Tab, budget: Budget, reserve_s: float, settle: Settle) -> None:
         self.tab, self.budget, self.reserve_s, self.settle = tab, budget, reserve_s, settle
         self.navigated = False
+        self.value: Any = None  # what the last script action returned
 
     def _left(self) -> float:
         return self.budget.remaining() - self.reserve_s
@@ -155,14 +161,18 @@ class Actions:
                 times = await self._one(index, action)
             except BoxwrightError as exc:
                 raise _in_action(exc, index, action, self.tab.url) from None
-            done.append(ActionDone(type=action.type, times=times, navigated=self.navigated, url=self.tab.url))
+            done.append(
+                ActionDone(type=action.type, times=times, navigated=self.navigated, url=self.tab.url, value=self.value)
+            )
         return done
 
     async def _one(self, index: int, action: ScrapeAction) -> int:
         """Do it (again, for `repeat`); how many times it was done."""
-        self.navigated = False
+        self.navigated, self.value = False, None
         if isinstance(action, WaitAction):
             return await self._wait(index, action)
+        if isinstance(action, ScriptAction):
+            return await self._script(index, action)
         if isinstance(action, ClickAction) and action.all:
             return await self._click_all(index, action)
         if action.optional and _named(action) is not None and not await _shown(self.tab, action):
@@ -238,6 +248,21 @@ class Actions:
             result = await interaction.select_option(tab, options, budget, target)
         self.navigated = self.navigated or result.navigated
         return True
+
+    async def _script(self, index: int, action: ScriptAction) -> int:
+        """The caller's script in the page (the host lets only local callers send one), once; the page settles
+        after it, as after any action."""
+        budget = self._step(index, action)
+        mark = self.tab.mark()
+        try:
+            self.value = (await scripting.evaluate(self.tab, EvaluateParams(expression=action.script), budget)).value
+        except BoxwrightError:
+            if not self.tab.navigated_since(mark):
+                raise
+            # It sent the page on (location.href = …, a form submitted): done; its value went with the document.
+        self.navigated = (await interaction.finish(self.tab, mark, budget)).navigated
+        await self._settled()
+        return 1
 
     async def _wait(self, index: int, action: WaitAction) -> int:
         budget = self._step(index, action)

@@ -141,7 +141,7 @@ async def test_load_more_until_the_list_is_whole(scraper: BrowserDriver, site: s
     assert "Fox item 1.5" in first and "Fox item 2.1" not in first
     whole = await scrape(scraper, f"{site}/list", actions=[{"type": "click", "selector": "#more", "repeat": 10}])
     # Two clicks brought the rest; the button went with the last batch, so the third was not tried.
-    assert whole["actions"] == [{"type": "click", "times": 2, "navigated": False, "url": f"{site}/list"}]
+    assert whole["actions"] == [{"type": "click", "times": 2, "navigated": False, "url": f"{site}/list", "value": None}]
     assert all(f"Fox item {b}.{n}" in whole["markdown"] for b in (1, 2, 3) for n in range(1, 6)), whole["markdown"]
     assert "Load more" not in whole["markdown"]
     # The same in a picture of the page: the actions come before the capture.
@@ -180,7 +180,9 @@ async def test_a_form_sends_the_page_on_and_the_page_it_went_to_is_read(
     got = await scrape(
         scraper, f"{site}/search", actions=[{"type": "write", "selector": "#q", "text": "red fox", "submit": True}]
     )
-    assert got["actions"] == [{"type": "write", "times": 1, "navigated": True, "url": f"{site}/results?q=red+fox"}]
+    assert got["actions"] == [
+        {"type": "write", "times": 1, "navigated": True, "url": f"{site}/results?q=red+fox", "value": None}
+    ]
     assert got["url"] == f"{site}/results?q=red+fox" and got["title"] == "Results"
     assert got["markdown"].startswith("# Results for red fox") and got["status"] == 200
     # The status is the document's the actions ended on, not the one first loaded.
@@ -242,6 +244,26 @@ async def test_select_hover_press_and_wait(scraper: BrowserDriver, site: str) ->
     assert "Price 12 euros" in text and "Submenu words" in text and "Late words" in text, text
     assert "Keys: k x" in text
     assert [a["times"] for a in got["actions"]] == [1] * 6 and not any(a["navigated"] for a in got["actions"])
+
+
+async def test_a_script_runs_in_the_page_and_its_value_comes_back(scraper: BrowserDriver, site: str) -> None:  # noqa: F811
+    got = await scrape(
+        scraper,
+        f"{site}/list",
+        actions=[
+            {"type": "script", "script": "document.querySelectorAll('li').length"},
+            {"type": "script", "script": "document.getElementById('more').remove(); return {gone: true}"},
+            {"type": "click", "selector": "#more", "optional": True},
+        ],
+    )
+    assert [a["value"] for a in got["actions"]] == [5, {"gone": True}, None], got["actions"]
+    assert "Load more" not in got["markdown"] and got["actions"][2]["times"] == 0
+    went = await scrape(scraper, f"{site}/list", actions=[{"type": "script", "script": "location.href = '/search'"}])
+    assert went["actions"][0]["navigated"] and went["url"] == f"{site}/search", went["actions"]
+    broken = await scraper.error(
+        methods.SCRAPE_PAGE.name, url=f"{site}/list", actions=[{"type": "script", "script": "no_such_name()"}]
+    )
+    assert broken.code.value == "EXECUTION_ERROR" and broken.details["action"] == 0 and "no_such_name" in broken.message
 
 
 async def test_optional_actions_are_skipped_when_their_element_is_not_there(

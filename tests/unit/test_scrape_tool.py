@@ -102,7 +102,8 @@ def test_schemas_derive_from_the_models() -> None:
     }  # fmt: skip
     kinds = [ref["$ref"].rsplit("/", 1)[1] for ref in props["actions"]["anyOf"][0]["items"]["anyOf"]]
     assert kinds == [
-        "ClickAction", "WriteAction", "PressAction", "ScrollAction", "WaitAction", "HoverAction", "SelectAction"
+        "ClickAction", "WriteAction", "PressAction", "ScrollAction", "WaitAction", "HoverAction", "SelectAction",
+        "ScriptAction",
     ]  # fmt: skip
     assert schema["$defs"]["ClickAction"]["properties"]["type"]["const"] == "click"
     assert props["offset"]["minimum"] == 0 and props["offset"]["default"] == 0
@@ -310,7 +311,7 @@ async def test_actions_come_before_the_reading_and_are_part_of_what_is_kept(serv
         assert "Nothing shown yet" in plain["markdown"] and plain["actions"] is None
         call = await mcp.call("scrape", clicked)
         assert "Shown after the click" in call.data["markdown"], call.data
-        assert call.data["actions"] == [{"type": "click", "times": 1, "navigated": False, "url": url}]
+        assert call.data["actions"] == [{"type": "click", "times": 1, "navigated": False, "url": url, "value": None}]
         assert call.summary.endswith(", after 1 action"), call.summary
         # A kept reading answers only the same actions: the plain one is not the clicked one, nor the reverse.
         again = await mcp.ok("scrape", {**clicked, "maxAge": 60_000})
@@ -326,3 +327,14 @@ async def test_actions_come_before_the_reading_and_are_part_of_what_is_kept(serv
         )
         assert missing.code == "ELEMENT_NOT_FOUND" and missing.data["details"]["action"] == 0, missing.data
         assert "optional" in missing.data["recoverHint"]
+
+
+async def test_a_script_action_is_for_local_callers_only(services: Services, fake: FakeBackend, page_url: str) -> None:
+    script = {"url": page_url + "button", "actions": [{"type": "script", "script": "document.title"}]}
+    async with serving(services, lambda _ctx: Caller(owner="bob", session="b", trust="remote")) as remote:
+        refused = await remote.error("scrape", script)
+        assert refused.code == "TRUST_LEVEL_NOT_ALLOWED" and "a script action" in refused.data["error"]
+        assert fake.list_sandboxes("unit") == []  # refused before a sandbox was made
+    async with serving(services) as local:
+        done = await local.ok("scrape", script)
+        assert done["actions"][0]["value"] == "Button"

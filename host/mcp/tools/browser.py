@@ -9,13 +9,13 @@ from typing import Any
 
 from mcp.types import ToolAnnotations
 
+from host.mcp.caller import require_local
 from host.mcp.forward import forward_tool
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.mcp.results import image
 from host.mcp.tools.scrape import read_summary
 from host.sandboxes.manager import SandboxManager
 from rpc import methods
-from rpc.errors import BoxwrightError, ErrorCode
 from rpc.methods import Method, P, R
 from rpc.models import browser as b
 
@@ -29,13 +29,7 @@ def _screenshot_present(out: ToolOutput) -> ToolOutput:
 
 
 def _local_only(inv: Invocation[Any]) -> None:
-    """Remote callers may not run arbitrary scripts in a page: it could act as the logged-in user."""
-    if inv.caller.trust != "local":
-        raise BoxwrightError(
-            ErrorCode.TRUST_LEVEL_NOT_ALLOWED,
-            "browser_evaluate runs arbitrary JavaScript and is only allowed for local (stdio) callers",
-            details={"trustLevel": inv.caller.trust},
-        )
+    require_local(inv.caller, "browser_evaluate")
 
 
 def _page(r: b.TabResult) -> str:

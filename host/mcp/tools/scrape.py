@@ -26,6 +26,7 @@ import anyio
 from mcp.types import ToolAnnotations
 
 from host import readings
+from host.mcp.caller import require_local
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.mcp.results import image
 from host.profiles import ProfileSessions
@@ -45,6 +46,7 @@ from rpc.models.scrape import (
     ScrapePageParams,
     ScrapePageResult,
     ScrapeRequest,
+    ScriptAction,
 )
 
 # A job sandbox is removed within this much once the call ends (the container's stop and removal).
@@ -139,8 +141,8 @@ DESCRIPTION = (
     "never loads those kinds, for a faster load when only the text matters. "
     "blockCookieBanners=true refuses cookie-consent popups (DuckDuckGo's autoconsent rules) so they neither "
     "cover a screenshot nor end up in the text. "
-    "actions (click, write, press, scroll, wait, hover, select; an element by CSS selector, by the text it shows, "
-    "or a field by its label) are done on the page before it is read or captured, e.g. "
+    "actions (click, write, press, scroll, wait, hover, select, script; an element by CSS selector, by the text "
+    "it shows, or a field by its label) are done on the page before it is read or captured, e.g. "
     '[{"type": "click", "text": "Load more", "repeat": 5}]; to act step by step, use a browser tab and '
     "browser_scrape. "
     "includeIframes=true also reads the page's visible frames in place (an embedded document; a frameset "
@@ -153,6 +155,8 @@ def tools(
 ) -> list[ToolSpec[Any]]:
     async def scrape(inv: Invocation[ScrapeRequest]) -> ToolOutput:
         args = inv.args
+        if any(isinstance(action, ScriptAction) for action in args.actions or ()):
+            require_local(inv.caller, "a script action")
         # The owner check, before the profile or a kept reading is touched; a throw-away sandbox is not named.
         sandbox_id = manager.resolve(inv.caller, args.sandboxId).id if args.sandboxId is not None else None
         if args.format not in readings.KEPT_FORMATS:
