@@ -145,7 +145,7 @@ class ScrapeService:
         fmt, reserve = params.format, _read_reserve(params)
         if loaded.file is not None:
             if params.actions:
-                raise loading.no_page_to_act_on(tab.url if loaded.url is None else loaded.url, loaded.content_type)
+                raise loading.no_page_to_act_on(loaded.url or tab.url, loaded.content_type)
             return await self._read_file(params, budget, loaded)
         if fmt not in SCREENSHOT_FORMATS and not (loaded.is_html or loaded.is_text):
             raise loading.unsupported(tab.url, loaded.content_type, fmt)
