@@ -146,6 +146,11 @@ class WriteAction(_Action):
     label: ShownText | None = LABEL_FIELD
     text: str = Field(max_length=10_000)
     submit: bool = Field(False, description="Press Enter afterwards (submit the form)")
+    keystrokes: bool = Field(
+        False,
+        description="Type the text key by key (keydown, keypress, keyup for each character) after emptying the "
+        "field, for a page that listens to keys (search-as-you-type); default: filled in at once",
+    )
 
 
 class PressAction(_Action):

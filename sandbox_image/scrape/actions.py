@@ -236,7 +236,11 @@ class Actions:
         if isinstance(action, ClickAction):
             result = await interaction.click(tab, ClickParams(selector=named, timeoutMs=ms), budget, target)
         elif isinstance(action, WriteAction):
-            typing = TypeParams(selector=named, text=action.text, submit=action.submit, timeoutMs=ms)
+            if action.keystrokes:  # emptied, then typed key by key
+                await interaction.type_text(tab, TypeParams(selector=named, text="", timeoutMs=ms), budget, target)
+            typing = TypeParams(
+                selector=named, text=action.text, submit=action.submit, clear=not action.keystrokes, timeoutMs=ms
+            )
             result = await interaction.type_text(tab, typing, budget, target)
         elif isinstance(action, PressAction):
             result = await interaction.press_key(tab, PressKeyParams(key=action.key, selector=action.selector), budget)

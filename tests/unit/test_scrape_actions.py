@@ -79,7 +79,8 @@ SHOP = """<!doctype html><html lang="en"><head><title>Shop</title></head><body><
 <label for="size">Size</label><select id="size"><option value="s">Small</option><option value="m">Medium</option>
 </select>
 <p id="price">Price 10 euros</p><div id="menu">Menu <span id="sub" hidden>Submenu words</span></div>
-<p id="keys">Keys:</p><button id="checkout" disabled>Checkout</button>
+<input id="find" value="old" onkeyup="document.getElementById('found').textContent = 'Finding ' + this.value">
+<p id="found">Nothing found yet</p><p id="keys">Keys:</p><button id="checkout" disabled>Checkout</button>
 <div id="ad" style="position: fixed; top: 0; width: 100%; height: 40px; background: white; z-index: 9">Ad</div>
 <button id="top" style="position: fixed; top: 5px; left: 5px">Top</button></main>
 <script>
@@ -264,6 +265,15 @@ async def test_a_script_runs_in_the_page_and_its_value_comes_back(scraper: Brows
         methods.SCRAPE_PAGE.name, url=f"{site}/list", actions=[{"type": "script", "script": "no_such_name()"}]
     )
     assert broken.code.value == "EXECUTION_ERROR" and broken.details["action"] == 0 and "no_such_name" in broken.message
+
+
+async def test_keystrokes_for_a_page_that_listens_to_keys(scraper: BrowserDriver, site: str) -> None:  # noqa: F811
+    filled = await scrape(scraper, f"{site}/shop", actions=[{"type": "write", "selector": "#find", "text": "desk"}])
+    assert "Nothing found yet" in filled["markdown"]  # filled in at once: no key was pressed
+    typed = await scrape(
+        scraper, f"{site}/shop", actions=[{"type": "write", "selector": "#find", "text": "desk", "keystrokes": True}]
+    )
+    assert "Finding desk" in typed["markdown"], typed["markdown"]  # the old value went first
 
 
 async def test_optional_actions_are_skipped_when_their_element_is_not_there(
