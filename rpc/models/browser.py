@@ -11,6 +11,7 @@ element is gone, it is refused with STALE_REF — it never resolves to a differe
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -294,6 +295,51 @@ class HttpAuth(Params):
     )
 
 
+# Request headers a caller adds (`headers`): a token for an API-gated site, a cookie, a header a staging
+# server wants. Names the browser owns are refused (it would drop or mangle them), with the option that does
+# the job where there is one.
+MAX_HEADERS = 32
+MAX_HEADER_VALUE = 8192
+MAX_HEADERS_BYTES = 32 * 1024
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # RFC 9110 field-name
+_VALUE = re.compile(r"^[\t\x20-\x7e]*$")
+_OWN_HEADERS = {
+    "user-agent": "set userAgent instead",
+    "accept-language": "set locale instead (e.g. 'de-DE')",
+}
+_BROWSER_HEADERS = frozenset(
+    {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
+     "expect", "proxy-connection", "accept-encoding"}
+)  # fmt: skip
+
+
+def _headers_ok(headers: dict[str, str] | None) -> dict[str, str] | None:
+    if headers is None:
+        return None
+    seen: set[str] = set()
+    for name, value in headers.items():
+        low = name.lower()
+        if not _TOKEN.fullmatch(name) or len(name) > 256:
+            raise ValueError(f"{name[:60]!r} is not a header name (letters, digits and !#$%&'*+.^_`|~- only)")
+        if low in seen:
+            raise ValueError(f"{name!r} is given twice (header names are case-insensitive)")
+        seen.add(low)
+        hint = _OWN_HEADERS.get(low)
+        if low in _BROWSER_HEADERS or low.startswith(("sec-", "proxy-")) or hint:
+            raise ValueError(f"{name!r} is set by the browser itself" + (f"; {hint}" if hint else ""))
+        if not _VALUE.fullmatch(value) or len(value) > MAX_HEADER_VALUE:
+            raise ValueError(
+                f"the value of {name!r} must be printable ASCII of at most {MAX_HEADER_VALUE} characters, no line "
+                "breaks (percent-encode other characters)"
+            )
+    if sum(len(name) + len(value) for name, value in headers.items()) > MAX_HEADERS_BYTES:
+        raise ValueError(f"the headers add up to more than {MAX_HEADERS_BYTES // 1024} KiB")
+    return headers
+
+
+RequestHeaders = Annotated[dict[str, str], Field(max_length=MAX_HEADERS), AfterValidator(_headers_ok)]
+
+
 # What blockResources may name: kinds whose absence changes no text a page shows (a stylesheet's would).
 BLOCKABLE_RESOURCES: tuple[str, ...] = ("image", "media", "font")
 BlockedResource = Literal["image", "media", "font"]
@@ -333,6 +379,18 @@ class ContextOptions(Params):
         description="A username and password for a site behind HTTP authentication (Basic, Digest, NTLM), given only "
         "when that site asks and only to it; never logged, listed or returned",
     )
+    headers: RequestHeaders | None = Field(
+        None,
+        repr=False,
+        description="HTTP headers to send with every request to the page's own site (e.g. {'Authorization': "
+        "'Bearer …', 'Cookie': 'session=…'}; a Cookie joins the browser's own cookies) — never to another site, "
+        "nor along a redirect (pass the address it ends at). Never logged, listed or returned",
+    )
+    headersOrigin: Origin | None = Field(
+        None,
+        description="The one site the headers go to, scheme://host[:port]. scrape: the url's own by default; a "
+        "browser session: required with headers",
+    )
     blockAds: bool = Field(
         False,
         description="Do not load ads or trackers: requests EasyList and EasyPrivacy block (the lists uBlock Origin "
@@ -354,6 +412,12 @@ class ContextOptions(Params):
         "nor ends up in its text. Default: false",
     )
 
+    @model_validator(mode="after")
+    def _origin_with_headers(self) -> ContextOptions:
+        if self.headersOrigin is not None and not self.headers:
+            raise ValueError("headersOrigin names the site the headers go to: give headers too, or leave it out")
+        return self
+
     @field_validator("blockResources")
     @classmethod
     def _each_kind_once(cls, kinds: list[str] | None) -> list[str] | None:
@@ -374,13 +438,15 @@ class _SessionAction(Params):
 
 
 class SessionsParams(ContextOptions, _SessionAction):
-    """mobile, locale, skipTlsVerification, userAgent and httpAuth: for action 'create' only (how the new session
+    """mobile, locale, skipTlsVerification, userAgent, httpAuth, headers…: for action 'create' only (how the new session
     opens pages)."""
 
     @model_validator(mode="after")
     def _auth_names_its_site(self) -> SessionsParams:
         if self.httpAuth is not None and self.httpAuth.origin is None:
             raise ValueError("httpAuth.origin is required for a session: the one site the credentials are for")
+        if self.headers and self.headersOrigin is None:
+            raise ValueError("headersOrigin is required for a session's headers: the one site they are sent to")
         return self
 
 
@@ -394,6 +460,8 @@ class SessionInfo(Result):
     skipTlsVerification: bool = Field(False, description="It opens https:// pages whose certificate is not trusted")
     userAgent: str | None = Field(None, description="The User-Agent it sends, when not the browser's own")
     httpAuthOrigin: str | None = Field(None, description="The site it has HTTP credentials for (never the credentials)")
+    headersOrigin: str | None = Field(None, description="The site it sends headers to (never their values)")
+    headerNames: list[str] | None = Field(None, description="The names of the headers it sends there")
     blockAds: bool = Field(False, description="It loads no ads or trackers")
     blockResources: list[BlockedResource] | None = Field(None, description="The kinds of resource it never loads")
     blockedRequests: int = Field(0, description="Requests it did not make (blockAds, blockResources) so far")

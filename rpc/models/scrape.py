@@ -315,6 +315,8 @@ class ScrapeOptions(ContextOptions, ReadOptions, _Address):
     def _auth_for_the_page_by_default(self) -> ScrapeOptions:
         if self.httpAuth is not None and self.httpAuth.origin is None:
             self.httpAuth = self.httpAuth.model_copy(update={"origin": origin_of(self.url)})
+        if self.headers and self.headersOrigin is None:
+            self.headersOrigin = origin_of(self.url)
         return self
 
     @field_validator("actions")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import ContextOptions
-from sandbox_image.browser import blocking
+from sandbox_image.browser import blocking, headers
 from sandbox_image.browser.background import quietly
 from sandbox_image.browser.blocking import Blocked
 from sandbox_image.browser.errors import clean_message
@@ -97,9 +97,12 @@ class Engine:
         browser = await self.browser()
         device = self._playwright.devices[MOBILE_DEVICE] if options.mobile and self._playwright is not None else None
         context = await browser.new_context(**context_options(storage_state, options, device))
-        if not blocking.blocks(options):
-            return context, None, None
         try:
+            # The headers' route first: Playwright runs the last one installed first, so the blocks decide
+            # before a request is made with the headers.
+            await headers.install(context, options)
+            if not blocking.blocks(options):
+                return context, None, None
             return context, None, await blocking.install(context, options, self.ad_filter)
         except BaseException:
             await quietly(context.close())

@@ -98,7 +98,7 @@ def context_options(
     """Every context's options: a login profile's storageState (never logged), and what a scrape or a session
     asked for — a phone (`device`, Playwright's `devices[MOBILE_DEVICE]`), a language (DEFAULT_LOCALE
     otherwise), certificates not checked, a site's HTTP credentials (never logged either), no service
-    workers where requests are blocked (browser.blocking routes every request)."""
+    workers where requests are routed (browser.blocking, browser.headers)."""
     options = options or ContextOptions()
     made = {"accept_downloads": False, "viewport": VIEWPORT, "storage_state": storage_state}
     if device is not None:
@@ -108,8 +108,10 @@ def context_options(
         made["ignore_https_errors"] = True
     if options.userAgent is not None:  # the caller's, over the browser's own and a phone's
         made["user_agent"] = options.userAgent
-    if options.blockAds or options.blockResources:  # a service worker's fetches would bypass the route
+    if options.blockAds or options.blockResources or options.headers:  # a service worker's fetches bypass routes
         made["service_workers"] = "block"
+    if options.headers and options.headersOrigin is None:  # without one they would have nowhere to go
+        raise invalid_parameter("headersOrigin", "required: the one site the headers are sent to")
     if options.httpAuth is not None:  # answered only when that origin asks (Playwright's default "unauthorized")
         auth = options.httpAuth
         if auth.origin is None:  # without one Playwright would answer any site that asks

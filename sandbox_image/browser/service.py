@@ -148,6 +148,8 @@ class BrowserService:
                     skipTlsVerification=s.options.skipTlsVerification,
                     userAgent=s.options.userAgent,
                     httpAuthOrigin=s.options.httpAuth.origin if s.options.httpAuth else None,
+                    headersOrigin=s.options.headersOrigin,
+                    headerNames=list(s.options.headers) if s.options.headers else None,
                     blockAds=s.options.blockAds,
                     blockResources=s.options.blockResources,
                     blockedRequests=s.blocked_requests,

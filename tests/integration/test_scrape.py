@@ -21,6 +21,7 @@ import docker
 
 from host import labels
 from rpc.agent import AGENT_PORT
+from tests.integration.assets.scrape_site import MEMBERS_TOKEN
 from tests.integration.conftest import HttpServer
 from tests.integration.mcp_helpers import Session, http_session
 from tests.integration.test_network import Decoy, gateway_of
@@ -302,6 +303,18 @@ async def behind_http_auth(p: Scraper) -> None:
     assert auth["password"] not in json.dumps([locked, wrong, opened, unnamed.data, listed])
 
 
+async def behind_a_token(p: Scraper) -> None:
+    """A site that wants a bearer token in a header: its 401 page without it, the page with it (the token
+    appears nowhere in the answers); a header the browser owns refused before anything is opened."""
+    locked = await p.ok("/members")
+    assert locked["status"] == 401 and "sign in first" in locked["markdown"]
+    opened = await p.ok("/members", headers={"Authorization": f"Bearer {MEMBERS_TOKEN}", "X-Trace": "t-1"})
+    assert opened["status"] == 200 and "# Foxes and dogs" in opened["markdown"]
+    owned = await p.error(f"{BASE}/members", "INVALID_PARAMETER", headers={"Host": "elsewhere.test"})
+    assert "set by the browser" in owned["error"], owned
+    assert MEMBERS_TOKEN not in json.dumps([locked, opened, owned])
+
+
 async def ads_not_loaded(p: Scraper) -> None:
     """blockAds with the image's EasyList and EasyPrivacy: an ad script and a tracking pixel at paths those lists
     block on any site are never asked for; without it they are. A browser session blocks alike."""
@@ -440,11 +453,13 @@ async def test_scrape(
             await pages_that_fail(p)
             await self_signed_on_loopback_only(p)
             await behind_http_auth(p)
+            await behind_a_token(p)
             await ads_not_loaded(p)
             await cookie_banners_refused(p)
             await actions_before_reading(p)
             [box] = docker_client.containers.list(filters={"label": f"{labels.SANDBOX}={sid}"})
-            assert b"staging-pw-31" not in box.logs()  # the agent's log (the site's own, too) never has it
+            logs = box.logs()  # the agent's log (the site's own, too) never has a password or a token
+            assert b"staging-pw-31" not in logs and MEMBERS_TOKEN.encode() not in logs
             await network_policy(p, docker_client, namespace)
             assert p.calls >= 20
             assert await p.open_in_browser() == baseline  # no session, context or tab left behind
@@ -458,3 +473,4 @@ async def test_scrape(
         finally:
             await alice.call("sandbox_destroy", {"sandboxId": sid})
     assert "Traceback" not in http_server.log() and "staging-pw-31" not in http_server.log()
+    assert MEMBERS_TOKEN not in http_server.log()

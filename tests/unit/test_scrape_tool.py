@@ -96,10 +96,13 @@ def test_schemas_derive_from_the_models() -> None:
     assert schema["required"] == ["url"]
     assert set(props) == {
         "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "offset", "maxChars", "includeTags", "excludeTags",
-        "mobile", "locale", "skipTlsVerification", "userAgent", "httpAuth", "blockAds", "blockResources",
-        "blockCookieBanners",
+        "mobile", "locale", "skipTlsVerification", "userAgent", "httpAuth", "headers", "headersOrigin", "blockAds",
+        "blockResources", "blockCookieBanners",
         "includeIframes", "profileId", "sandboxId", "maxAge", "actions",
     }  # fmt: skip
+    given = props["headers"]["anyOf"][0]
+    assert given["type"] == "object" and given["additionalProperties"] == {"type": "string"}
+    assert given["maxProperties"] == 32
     kinds = [ref["$ref"].rsplit("/", 1)[1] for ref in props["actions"]["anyOf"][0]["items"]["anyOf"]]
     assert kinds == [
         "ClickAction", "WriteAction", "PressAction", "ScrollAction", "WaitAction", "HoverAction", "SelectAction",
@@ -203,6 +206,9 @@ async def test_bad_inputs_open_nothing(services: Services, fake: FakeBackend, pa
         ({"url": page_url, "actions": [{"type": "click", "selector": "ref_2"}]}, "actions.0.click.selector"),
         ({"url": page_url, "actions": [{"type": "jump"}]}, "actions.0"),
         ({"url": page_url, "actions": [{"type": "wait", "milliseconds": 30_000}] * 3}, "actions"),
+        ({"url": page_url, "headers": {"Host": "elsewhere.test"}}, "headers"),
+        ({"url": page_url, "headers": {"Authorization": "Bearer s3cret-tok\r\nX-Injected: 1"}}, "headers"),
+        ({"url": page_url, "headersOrigin": "https://elsewhere.test"}, "(arguments)"),
         ({}, "url"),
     ]
     async with serving(services) as mcp:
@@ -210,6 +216,7 @@ async def test_bad_inputs_open_nothing(services: Services, fake: FakeBackend, pa
             err = await mcp.error("scrape", args)
             assert err.code == "INVALID_PARAMETER", (args, err.data)
             assert [e["field"] for e in err.data["details"]["errors"]] == [field], (args, err.data)
+            assert "s3cret-tok" not in err.text  # a header's value is a secret: not echoed back
         assert fake.list_sandboxes("unit") == []
     assert not services.settings.profiles_root.exists()  # no bad profile id reached the disk
 

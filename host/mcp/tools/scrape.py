@@ -74,7 +74,7 @@ def read_summary(fmt: str, r: PageText) -> str:
 # A 401 page is returned like any HTTP error, but what it wants is not in it: say what gets past it.
 SIGN_IN_NOTE = (
     " — the site wants a sign-in: httpAuth {username, password} answers an HTTP password prompt, "
-    "a profileId holding its login a sign-in page"
+    "headers {Authorization: 'Bearer …'} a site that takes a token, a profileId holding its login a sign-in page"
 )
 
 
@@ -135,6 +135,8 @@ DESCRIPTION = (
     "mobile=true reads it as a phone shows it (412×839, mobile user agent, touch). "
     "locale (e.g. 'de-DE') asks the site for that language. "
     "httpAuth {username, password} answers the site's HTTP password prompt (only that site's); "
+    "headers {name: value} go with every request to the page's own site (an Authorization token, a Cookie), "
+    "never to another site nor along a redirect; "
     "skipTlsVerification=true opens an https site whose certificate is not trusted (one you trust); "
     "userAgent replaces the browser's User-Agent. "
     "blockAds=true never loads ads or trackers (EasyList, EasyPrivacy); blockResources (image, media, font) "

@@ -7,7 +7,7 @@ load · /late fetches /slow-data (0.7 s) after load and shows it · /nav-only no
 sites do · /to-article sends itself on to /article · /lazy two noise images far down the page, one
 with loading=lazy, one behind a lazy loader's IntersectionObserver · /seen which of them were asked
 for · /stuck a page whose timers never fire. /staging /article behind HTTP Basic authentication
-(ada / PASSWORD below). /framed /article in a frame from
+(ada / PASSWORD below). /members /article for a bearer token (MEMBERS_TOKEN below). /framed /article in a frame from
 the other origin (localhost for 127.0.0.1). `python3 scrape_site.py PORT TLS_PORT` also serves them
 over https on TLS_PORT, on every address, with the self-signed certificate in cert.pem / key.pem.
 """
@@ -192,6 +192,7 @@ REPORT_PDF = make_pdf("Fox report", ["Foxes run fast.", "Dogs sleep late."], "ht
 
 STAGING_PASSWORD = "staging-pw-31"
 STAGING_AUTH = "Basic " + base64.b64encode(f"ada:{STAGING_PASSWORD}".encode()).decode()
+MEMBERS_TOKEN = "members-7f3e"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -215,6 +216,10 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return None
+            return self.send(ARTICLE)
+        if path == "/members":  # an API-gated site: a bearer token in a header, no password prompt
+            if self.headers.get("Authorization") != f"Bearer {MEMBERS_TOKEN}":
+                return self.send("<title>Sign in</title><main><p>Members only: sign in first.</p></main>", 401)
             return self.send(ARTICLE)
         if path == "/never":
             time.sleep(60)
