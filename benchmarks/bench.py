@@ -1654,6 +1654,44 @@ async def bench_scrape_blocking(h: Harness, n: int) -> list[Series]:
     return [plain, ads, kinds, both, article, article_consent, popup, refused, rss_before, rss_after]
 
 
+@benchmark(
+    "scrape_headers",
+    "scrape of a page with 33 resources of its own site: request headers vs none",
+    default_n=10,
+)
+async def bench_scrape_headers(h: Harness, n: int) -> list[Series]:
+    """BLOCKING_HTML (scripts, pixels, pictures and a font, all from the page's own server) scraped with
+    sandboxId: no headers (baseline); an Authorization header, so every request to the site is made by the
+    context's request client and handed to the page (browser/headers.py); and the header for another site,
+    so the route is there but lets every request through to the browser."""
+    h.require_tools("scrape")
+    b = "scrape_headers"
+    sid, _ = await h.shared_sandbox()
+    plain, given, elsewhere = Series.group(
+        b,
+        "ms",
+        "scrape, no headers (baseline)",
+        "scrape, an Authorization header for the page's site (33 requests made with it)",
+        "scrape, the header for another site (routed, none made with it)",
+    )
+    token = {"Authorization": "Bearer bench"}
+
+    async def timed(url: str, **extra: Any) -> float:
+        ms, data = await h.timed_call("scrape", {"sandboxId": sid, "url": url, **extra})
+        if "Part 19" not in json.dumps(data) or data.get("status") != 200:
+            raise BenchError(f"scrape {list(extra)} read {data.get('title')!r}, status {data.get('status')}")
+        return ms
+
+    async with local_page(h, sid, BLOCKING_HTML, BLOCKING_SERVER) as url:
+        await timed(url)  # launches the browser: not counted
+        for i in range(n):
+            plain.add(await timed(url))
+            given.add(await timed(url, headers=token))
+            elsewhere.add(await timed(url, headers=token, headersOrigin="http://127.0.0.2:9"))
+            progress(f"{b} {i + 1}/{n}: {plain.samples[-1]:.0f} ms without, {given.samples[-1]:.0f} ms with")
+    return [plain, given, elsewhere]
+
+
 @benchmark("batch_extract", f"batch_extract_pages over {BATCH_PAGES} local pages", default_n=3)
 async def bench_batch_extract(h: Harness, n: int) -> list[Series]:
     """Pages per second of a template run at concurrency 1, 3 and 5 (sync mode: the call's wall time,

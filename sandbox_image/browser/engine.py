@@ -100,7 +100,7 @@ class Engine:
         try:
             # The headers' route first: Playwright runs the last one installed first, so the blocks decide
             # before a request is made with the headers.
-            await headers.install(context, options)
+            await headers.install(context, options, self._playwright)
             if not blocking.blocks(options):
                 return context, None, None
             return context, None, await blocking.install(context, options, self.ad_filter)

@@ -24,19 +24,23 @@ import asyncio
 import ipaddress
 import logging
 import socket
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, ContextOptions, origin_of
 from sandbox_image.browser.background import quietly
 
 if TYPE_CHECKING:
-    from playwright.async_api import BrowserContext, Request, Route
+    from playwright.async_api import BrowserContext, HttpCredentials, Playwright, Request, Route
 
 log = logging.getLogger("boxwright.agent.browser")
 
 # Answers that may stream for as long as the page is open: route.fetch would wait for their end.
 STREAMED = frozenset({"media", "eventsource", "websocket"})
+# Requests to the site at once, as a browser opens connections to one host over HTTP/1.1 (the request
+# client would open one per request: a page of 200 pictures, 200 connections to its site).
+CONNECTIONS = 6
 RETRIED = frozenset({"GET", "HEAD"})  # safe to let the browser make again after the client failed
 # Chromium's Local Network Access: a document that came through route.fulfill has no address, so the
 # browser takes it for a public site's and refuses its requests to loopback and private addresses. A site
@@ -52,12 +56,14 @@ def _to_site(request: Request, origin: str) -> bool:
         return False
 
 
-async def install(context: BrowserContext, options: ContextOptions) -> None:
+async def install(context: BrowserContext, options: ContextOptions, playwright: Playwright | None = None) -> None:
     """Add `options.headers` to every request of `context` to `options.headersOrigin`."""
     given, origin = options.headers, options.headersOrigin
     if not given or origin is None:
         return
     given = {name.lower(): value for name, value in given.items()}
+    fetch = _fetcher(options, origin, playwright)
+    connections = asyncio.Semaphore(CONNECTIONS)
 
     async def handle(route: Route, request: Request) -> None:
         if request.resource_type in STREAMED or not _to_site(request, origin):
@@ -67,7 +73,8 @@ async def install(context: BrowserContext, options: ContextOptions) -> None:
         if "cookie" in given and "cookie" in request.headers:  # the given cookie first: a server takes the first
             sent["cookie"] = f"{given['cookie']}; {request.headers['cookie']}"
         try:
-            answer = await route.fetch(headers=sent, max_redirects=0, timeout=MAX_BROWSER_TIMEOUT_MS)
+            async with connections:
+                answer = await fetch(route, request, sent)
         except Exception as exc:  # refused, unresolved, timed out, or the context closing
             log.debug("request with headers failed: %s", type(exc).__name__)
             if request.method in RETRIED:
@@ -75,11 +82,52 @@ async def install(context: BrowserContext, options: ContextOptions) -> None:
             else:
                 await quietly(route.abort("failed"))
             return
-        await quietly(route.fulfill(response=answer))
+        await quietly(route.fulfill(**answer))
 
     await context.route("**/*", handle)
     if await _local(origin):
         await context.grant_permissions([LOCAL_NETWORK], origin=origin)
+
+
+Fetch = Callable[["Route", "Request", dict[str, str]], Awaitable[dict[str, Any]]]
+
+
+def _fetcher(options: ContextOptions, origin: str, playwright: Playwright | None) -> Fetch:
+    """How a request is made (its answer as route.fulfill's arguments): by the context's own request client;
+    for an https site on loopback — whose certificate the browser takes whatever it is (launch.LAUNCH_ARGS),
+    and that client would refuse as self-signed — by a client as lenient, for that one request: made and
+    gone with it, so it keeps no cookie the page may since have dropped (the browser's cookies travel in the
+    request's own headers)."""
+
+    async def own(route: Route, _request: Request, sent: dict[str, str]) -> dict[str, Any]:
+        return {"response": await route.fetch(headers=sent, max_redirects=0, timeout=MAX_BROWSER_TIMEOUT_MS)}
+
+    parts = urlsplit(origin)
+    if playwright is None or options.skipTlsVerification or parts.scheme != "https" or not _loopback(parts.hostname):
+        return own
+    auth = options.httpAuth
+    credentials: HttpCredentials | None = None
+    if auth is not None and auth.origin == origin:
+        credentials = {"username": auth.username, "password": auth.password, "origin": origin}
+
+    async def lenient(_route: Route, request: Request, sent: dict[str, str]) -> dict[str, Any]:
+        client = await playwright.request.new_context(ignore_https_errors=True, http_credentials=credentials)
+        try:
+            got = await client.fetch(request, headers=sent, max_redirects=0, timeout=MAX_BROWSER_TIMEOUT_MS)
+            return {"status": got.status, "headers": got.headers, "body": await got.body()}  # before it goes
+        finally:
+            await quietly(client.dispose())
+
+    return lenient
+
+
+def _loopback(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
 
 
 async def _local(origin: str) -> bool:

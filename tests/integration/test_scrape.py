@@ -310,9 +310,21 @@ async def behind_a_token(p: Scraper) -> None:
     assert locked["status"] == 401 and "sign in first" in locked["markdown"]
     opened = await p.ok("/members", headers={"Authorization": f"Bearer {MEMBERS_TOKEN}", "X-Trace": "t-1"})
     assert opened["status"] == 200 and "# Foxes and dogs" in opened["markdown"]
+    # Over https on loopback, whose self-signed certificate the browser takes (a dev server's): so do the
+    # requests made with the headers; at the sandbox's own address, when the caller trusts the site.
+    token = {"Authorization": f"Bearer {MEMBERS_TOKEN}"}
+    local = await p.s.ok("scrape", {"url": f"https://127.0.0.1:{TLS_PORT}/members", "sandboxId": p.sid,
+                                    "headers": token})  # fmt: skip
+    assert local["status"] == 200 and "# Foxes and dogs" in local["markdown"], local["status"]
+    ran = await p.s.ok("code_run", {"sandboxId": p.sid, "language": "bash", "code": "hostname -I"})
+    own = ran["stdout"].split()[0]
+    trusted = await p.s.ok("scrape", {"url": f"https://{own}:{TLS_PORT}/members", "sandboxId": p.sid,
+                                      "headers": token, "skipTlsVerification": True})  # fmt: skip
+    assert trusted["status"] == 200 and "# Foxes and dogs" in trusted["markdown"], trusted["status"]
+    p.calls += 2
     owned = await p.error(f"{BASE}/members", "INVALID_PARAMETER", headers={"Host": "elsewhere.test"})
     assert "set by the browser" in owned["error"], owned
-    assert MEMBERS_TOKEN not in json.dumps([locked, opened, owned])
+    assert MEMBERS_TOKEN not in json.dumps([locked, opened, local, trusted, owned])
 
 
 async def ads_not_loaded(p: Scraper) -> None:
