@@ -45,6 +45,11 @@ class Engine:
         self.spare = Spare()
 
     @property
+    def playwright(self) -> Playwright | None:
+        """The driver, once the browser was launched (for a request client of its own: browser.headers)."""
+        return self._playwright
+
+    @property
     def connected(self) -> bool:
         return self._browser is not None and self._browser.is_connected()
 

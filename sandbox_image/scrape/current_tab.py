@@ -89,9 +89,10 @@ async def _read_file(tab: Tab, params: BrowserScrapeParams, budget: Budget, show
     """A feed or a sitemap the tab shows, read as scrape reads one: its entries or the pages it lists. The DOM
     holds Chromium's rendering of it, not the file (nor its declared encoding), so the file is fetched again
     with the session's cookies; None when it turns out to be neither (then it is read as the tab shows it)."""
-    response, body = await loading.fetch_again(
+    response = await loading.fetch_again(
         tab, tab.url, params.format, budget.remaining() * 1000, MAX_PAGE_BYTES, "XML document"
     )
+    body = response.body
     declared = loading.media_type(response.headers.get("content-type"))
     reader = loading.xml_reader(declared, shown, body)
     if reader is None:

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.scrape import MAX_PAGE_BYTES, MAX_PDF_BYTES, SCREENSHOT_FORMATS
+from sandbox_image.browser import headers
 from sandbox_image.browser.errors import (
     AUTH_ERROR,
     NET_ERROR,
@@ -24,13 +25,14 @@ from sandbox_image.browser.errors import (
     clean_message,
     net_error_to_code,
 )
+from sandbox_image.browser.headers import Fetched
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.urls import ERROR_PAGE, redact
 from sandbox_image.scrape import feed, sitemap
 from sandbox_image.scrape.pdf import PDF_TYPE
 
 if TYPE_CHECKING:
-    from playwright.async_api import APIResponse, Page, Request, Response
+    from playwright.async_api import Page, Request, Response
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 XML_TYPES = frozenset({"text/xml", "application/xml"})
@@ -233,35 +235,30 @@ def is_gzip_download(message: str, response: Response) -> bool:
     return declared in GZIP_TYPES or (named and declared in ("", "application/octet-stream"))
 
 
-async def fetch_again(
-    tab: Tab, url: str, fmt: str, timeout_ms: float, limit: int, what: str
-) -> tuple[APIResponse, bytes]:
-    """The file the browser would have downloaded, fetched with the context's cookies: the same request again,
-    from the sandbox (its network policy applies), within the time left to load; its response (disposed)
-    and at most `limit` bytes of body (PAGE_TOO_LARGE past that)."""
+async def fetch_again(tab: Tab, url: str, fmt: str, timeout_ms: float, limit: int, what: str) -> Fetched:
+    """The file the browser would have downloaded, fetched as the page's own requests go (browser.headers.get:
+    the context's cookies, the caller's headers to their site): the same request again, from the sandbox (its
+    network policy applies), within the time left to load; at most `limit` bytes of body (PAGE_TOO_LARGE past
+    that)."""
     if timeout_ms <= 0:
         raise timed_out(url, timeout_ms)
+    session = tab.session
     context = tab.check().context
     try:
-        response = await tab.guard(context.request.get(url, timeout=timeout_ms, max_redirects=20))
+        return await tab.guard(headers.get(context, session.options, session.engine.playwright, url, timeout_ms, limit))
+    except headers.TooLarge as exc:
+        raise too_large(url, exc.size, what, limit) from None
+    except headers.TooManyRedirects:
+        raise failed(url, f"more than {headers.MAX_REDIRECTS} redirects", fmt, None) from None
     except PlaywrightTimeoutError:
         raise timed_out(url, timeout_ms) from None
     except PlaywrightError as exc:
         raise failed(url, clean_message(exc), fmt, None) from None
-    try:
-        length = response.headers.get("content-length", "")
-        if length.isdigit() and int(length) > limit:
-            raise too_large(url, int(length), what, limit)
-        body = await tab.guard(response.body())
-        if len(body) > limit:
-            raise too_large(url, len(body), what, limit)
-    finally:
-        await response.dispose()
-    return response, body
 
 
 async def _pdf(tab: Tab, url: str, fmt: str, timeout_ms: float) -> Loaded:
-    response, body = await fetch_again(tab, url, fmt, timeout_ms, MAX_PDF_BYTES, "PDF")
+    response = await fetch_again(tab, url, fmt, timeout_ms, MAX_PDF_BYTES, "PDF")
+    body = response.body
     if b"%PDF-" not in body[:1024]:  # where the format puts its header: a file named .pdf that is not one
         raise unsupported(url, media_type(response.headers.get("content-type")), fmt)
     return Loaded(response.status, PDF_TYPE, response_html=None, file=body, reader="pdf", url=response.url)
@@ -270,7 +267,8 @@ async def _pdf(tab: Tab, url: str, fmt: str, timeout_ms: float) -> Loaded:
 async def _gzipped(tab: Tab, url: str, fmt: str, timeout_ms: float) -> Loaded:
     """A gzipped feed or sitemap, unpacked to at most MAX_PAGE_BYTES (a small file that unpacks to more — a
     gzip bomb — is PAGE_TOO_LARGE, found out without unpacking the rest)."""
-    response, packed = await fetch_again(tab, url, fmt, timeout_ms, MAX_PAGE_BYTES, "gzip file")
+    response = await fetch_again(tab, url, fmt, timeout_ms, MAX_PAGE_BYTES, "gzip file")
+    packed = response.body
     declared = media_type(response.headers.get("content-type"))
     unpacker = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     try:

@@ -251,7 +251,10 @@ async def self_signed_on_loopback_only(p: Scraper) -> None:
     when the caller says it trusts the site (skipTlsVerification)."""
     local = await p.s.ok("scrape", {"url": f"https://127.0.0.1:{TLS_PORT}/article", "sandboxId": p.sid})
     assert local["status"] == 200 and "# Foxes and dogs" in local["markdown"]
-    p.calls += 1
+    # A PDF there too, though it is fetched again outside the page (by a client as lenient on loopback).
+    local_pdf = await p.s.ok("scrape", {"url": f"https://127.0.0.1:{TLS_PORT}/report.pdf", "sandboxId": p.sid})
+    assert local_pdf["contentType"] == "application/pdf" and "Foxes run fast." in local_pdf["markdown"], local_pdf
+    p.calls += 2
     ran = await p.s.ok("code_run", {"sandboxId": p.sid, "language": "bash", "code": "hostname -I"})
     own = ran["stdout"].split()[0]  # the same server, at the sandbox's address on its network
     other = await p.error(f"https://{own}:{TLS_PORT}/article", "TLS_ERROR")

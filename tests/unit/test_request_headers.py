@@ -24,12 +24,14 @@ from sandbox_image.browser import headers
 from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 from sandbox_image.scrape import service as scrape_service
+from tests.integration.assets.scrape_site import make_pdf
 from tests.unit.browser_harness import CHROMIUM, BrowserDriver
 from tests.unit.test_scrape_service import PNG_1X1, html
 
 TOKEN = "Bearer t0k-3f9a"
 GIVEN = {"Authorization": TOKEN, "X-Tenant": "acme", "Cookie": "given=2"}
 WATCHED = ("authorization", "x-tenant", "cookie")
+REPORT = make_pdf("Orders report", ["Forty orders shipped.", "Two returned."], "https://example.org/")
 
 # The site's page: its own picture, another site's, and a POST to its own API whose answer it shows.
 PAGE = """<!doctype html><title>Orders</title><main><h1>Orders</h1><p id="api">waiting</p>
@@ -81,6 +83,7 @@ async def sites() -> AsyncIterator[Sites]:
         {
             "/pix.png": _const(web.Response(body=png, content_type="image/png")),
             "/landed": _const(html("<title>Elsewhere</title><main><p>Another site's page.</p></main>")),
+            "/report.pdf": _const(web.Response(body=REPORT, content_type="application/pdf")),
         },
     )
 
@@ -97,8 +100,16 @@ async def sites() -> AsyncIterator[Sites]:
         answer.enable_compression(web.ContentCoding.gzip)
         return answer
 
+    async def report(r: web.Request) -> web.Response:  # a PDF behind the token: fetched again outside the page
+        if r.headers.get("Authorization") != TOKEN:
+            return html("<title>Sign in</title><p>Members only.</p>", status=401)
+        return web.Response(body=REPORT, content_type="application/pdf")
+
     routes = {
         "/page": page,
+        "/report.pdf": report,
+        "/moved.pdf": _redirect("/report.pdf"),
+        "/elsewhere.pdf": _redirect(f"{other}/report.pdf"),
         "/packed": packed,
         "/api": api,
         "/pic.png": _const(web.Response(body=png, content_type="image/png")),
@@ -166,6 +177,24 @@ async def test_a_redirect_takes_no_header_along(driver: BrowserDriver, sites: Si
     home = await driver.call("scrape.page", url=f"{sites.base}/home", headers=GIVEN)
     assert home["url"] == f"{sites.base}/page" and "authorization" not in sites.seen.of("site", "/page")[0]
     assert sites.seen.of("site", "/api")[0]["authorization"] == TOKEN  # the page's own requests have them again
+
+
+async def test_a_file_fetched_again_goes_as_the_page_s_requests(driver: BrowserDriver, sites: Sites) -> None:
+    """A PDF is fetched again outside the page (loading.fetch_again): with the headers to their site, hop by
+    hop, never to another site."""
+    locked = await driver.call("scrape.page", url=f"{sites.base}/report.pdf")
+    assert locked["status"] == 401 and "Members only." in locked["markdown"]
+    sites.seen.requests.clear()
+    read = await driver.call("scrape.page", url=f"{sites.base}/report.pdf", headers=GIVEN)
+    assert "Forty orders shipped." in read["markdown"] and read["url"] == f"{sites.base}/report.pdf", read
+    assert [h["authorization"] for h in sites.seen.of("site", "/report.pdf")] == [TOKEN, TOKEN]  # page, again
+    moved = await driver.call("scrape.page", url=f"{sites.base}/moved.pdf", headers=GIVEN)
+    assert moved["status"] == 401  # the browser's own request after a redirect has none (documented)
+    sites.seen.requests.clear()
+    away = await driver.call("scrape.page", url=f"{sites.base}/elsewhere.pdf", headers=GIVEN)
+    assert "Forty orders shipped." in away["markdown"] and away["url"] == f"{sites.other}/report.pdf"
+    assert sites.seen.of("site", "/elsewhere.pdf")[0]["authorization"] == TOKEN
+    assert all("authorization" not in h for h in sites.seen.of("other", "/report.pdf"))
 
 
 async def test_a_compressed_answer_reads_as_without_headers(driver: BrowserDriver, sites: Sites) -> None:
