@@ -72,6 +72,9 @@ async def page_url() -> AsyncIterator[str]:
         await RELEASE.wait()
         return await set_cookie(request)
 
+    async def moved(_request: web.Request) -> web.Response:
+        raise web.HTTPFound("/")
+
     app = web.Application()
     app.router.add_get("/", article)
     app.router.add_get("/held", held)
@@ -81,6 +84,7 @@ async def page_url() -> AsyncIterator[str]:
     app.router.add_get("/changing", changing)
     app.router.add_get("/file.pdf", pdf)
     app.router.add_get("/button", button)
+    app.router.add_get("/moved", moved)
     runner = web.AppRunner(app, shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -240,6 +244,18 @@ async def test_a_sign_in_page_says_what_gets_past_it(services: Services, page_ur
         assert "[401]" in goto.summary and "httpAuth" in goto.summary, goto.summary
         plain = await mcp.call("browser_goto", {"url": page_url})
         assert plain.summary == f"browser_goto ok: {page_url} (Tool page) [200]"
+
+
+async def test_a_page_that_moved_says_the_headers_did_not_follow(services: Services, page_url: str) -> None:
+    token = {"Authorization": "Bearer tool-test"}
+    async with serving(services) as mcp:
+        sid = (await mcp.ok("sandbox_create"))["sandboxId"]
+        moved = await mcp.call("scrape", {"url": page_url + "moved", "sandboxId": sid, "headers": token})
+        assert f"the page moved to {page_url}; the headers went to {page_url[:-1]}" in moved.summary, moved.summary
+        there = await mcp.call("scrape", {"url": page_url, "sandboxId": sid, "headers": token})
+        plain = await mcp.call("scrape", {"url": page_url + "moved", "sandboxId": sid})
+        assert "moved" not in there.summary and "moved" not in plain.summary, (there.summary, plain.summary)
+        assert "tool-test" not in moved.text + there.text
 
 
 async def test_the_parts_of_a_long_text_come_from_one_reading(services: Services, page_url: str) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from mcp.types import ToolAnnotations
@@ -82,6 +83,21 @@ def _age(ms: int) -> str:
     return f"{ms} ms" if ms < 1000 else f"{ms / 1000:.0f} s"
 
 
+def _moved(asked: str, final: str) -> bool:
+    a, f = urlsplit(asked), urlsplit(final)
+    return (a.scheme, a.netloc.lower(), a.path or "/", a.query) != (f.scheme, f.netloc.lower(), f.path or "/", f.query)
+
+
+def _headers_note(r: ScrapePageResult, args: ScrapeRequest) -> str:
+    """The page is at another address than asked: a redirect the headers did not go along (headers.py)."""
+    if not args.headers or not _moved(str(args.url), r.url):
+        return ""
+    return (
+        f" — the page moved to {r.url}; the headers went to {args.headersOrigin} but not along the move: if the "
+        "page wants them, ask for its address"
+    )
+
+
 def _summary(r: ScrapePageResult) -> str:
     status = f" [{r.status}]" if r.status else ""
     if r.format in SCREENSHOT_FORMATS:
@@ -108,10 +124,10 @@ def _answer_of(whole: ScrapePageResult, args: ScrapeRequest) -> ScrapePageResult
     return whole
 
 
-def _present(r: ScrapePageResult, sandbox_id: str | None) -> ToolOutput:
+def _present(r: ScrapePageResult, sandbox_id: str | None, args: ScrapeRequest) -> ToolOutput:
     """The PNG travels as MCP image content; the structured result is everything else."""
     shown = r.model_dump(exclude={"screenshot", "storageState"})  # the login state never leaves the host
-    out = ToolOutput(ScrapeOutput.model_validate(shown), _summary(r), sandbox_id)
+    out = ToolOutput(ScrapeOutput.model_validate(shown), _summary(r) + _headers_note(r, args), sandbox_id)
     return replace(out, extra=[image(r.screenshot)]) if r.screenshot else out
 
 
@@ -162,7 +178,7 @@ def tools(
         # The owner check, before the profile or a kept reading is touched; a throw-away sandbox is not named.
         sandbox_id = manager.resolve(inv.caller, args.sandboxId).id if args.sandboxId is not None else None
         if args.format not in readings.KEPT_FORMATS:
-            return _present(await read(inv, whole=False), sandbox_id)
+            return _present(await read(inv, whole=False), sandbox_id, args)
         key = readings.key_of(inv.caller.owner, args)
         text = args.format in readings.TEXT_FORMATS
         if text and args.offset > 0:  # a next part of a text read a moment ago: from that reading, whatever its age
@@ -170,12 +186,12 @@ def tools(
         else:
             kept = kept_readings.get(key, args.maxAge) if args.maxAge > 0 else None
         if kept is not None:
-            return _present(kept_readings.reused(kept, _answer_of(kept.result, args)), sandbox_id)
+            return _present(kept_readings.reused(kept, _answer_of(kept.result, args)), sandbox_id, args)
         whole = await read(inv, whole=text)
         if whole.nextOffset is not None:  # too large to send whole (rpc.paging.MAX_WHOLE_BYTES): as before
-            return _present(await read(inv, whole=False), sandbox_id)
+            return _present(await read(inv, whole=False), sandbox_id, args)
         kept_readings.keep(key, whole)
-        return _present(_answer_of(whole, args), sandbox_id)
+        return _present(_answer_of(whole, args), sandbox_id, args)
 
     async def read(inv: Invocation[ScrapeRequest], *, whole: bool) -> ScrapePageResult:
         """The page read in a sandbox (the caller's, or a throw-away one); with `whole`, all its text."""
