@@ -229,6 +229,11 @@ class ActionDone(Result):
         "shown; a scroll with nowhere to go)"
     )
     navigated: bool = Field(False, description="It sent the page to another document")
+    opened: bool = Field(
+        False,
+        description="It opened a new window (a link with target=_blank): the actions went on, and the page "
+        "was read, in it",
+    )
     url: str = Field(description="The page's address after it")
     value: Any = Field(None, description="script: what it returned (JSON)")
 

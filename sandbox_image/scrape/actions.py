@@ -15,6 +15,7 @@ element is not shown is skipped at once (times 0) rather than waited for. A fail
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -48,9 +49,10 @@ from sandbox_image.browser.locate import Target
 from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import redact
+from sandbox_image.scrape import loading
 
 if TYPE_CHECKING:
-    from playwright.async_api import Locator
+    from playwright.async_api import BrowserContext, Locator, Page, Response
 
 ACTION_TIMEOUT_S = 10.0
 SETTLE_MAX_S = 5.0  # after an action: at most this long for the page to settle
@@ -71,7 +73,7 @@ AMBIGUOUS_HINT = (
 )
 TIME_HINT = "raise timeoutMs: the actions, each page settling after them, run within it"
 
-Settle = Callable[[float], Awaitable[bool]]
+Settle = Callable[[Tab, float], Awaitable[bool]]
 
 
 def _named(action: ScrapeAction) -> str | None:
@@ -130,12 +132,21 @@ async def _shown(tab: Tab, action: ScrapeAction) -> bool:
 
 
 class Actions:
-    """The call's actions, done in order on its tab within `budget` less `reserve_s` (kept for reading)."""
+    """The call's actions, done in order on its tab within `budget` less `reserve_s` (kept for reading).
+
+    A window an action opens (a link with target=_blank, window.open) is where a visitor goes on reading: the
+    actions go on in it, and it is the page read (`tab` and `frame` are then its, with its first document's
+    answer — the status — taken from the context's responses)."""
 
     def __init__(self, tab: Tab, budget: Budget, reserve_s: float, settle: Settle) -> None:
         self.tab, self.budget, self.reserve_s, self.settle = tab, budget, reserve_s, settle
-        self.navigated = False
+        self.frame: loading.MainFrame | None = None  # the opened window's, once the actions went on in it
+        self.navigated = self.opened = False
         self.value: Any = None  # what the last script action returned
+        self._popups: list[tuple[Page, loading.MainFrame]] = []
+        self._watched: Page | None = None
+        self._context: BrowserContext | None = None
+        self._first: dict[str, Response] = {}  # documents' answers, by address (a window's first among them)
 
     def _left(self) -> float:
         return self.budget.remaining() - self.reserve_s
@@ -152,23 +163,86 @@ class Actions:
         return Budget(Deadline.after(min(ACTION_TIMEOUT_S, left)).at)
 
     async def _settled(self) -> None:
-        await self.settle(min(SETTLE_MAX_S, self._left()))
+        await self.settle(self.tab, min(SETTLE_MAX_S, self._left()))
 
     async def run(self, actions: list[ScrapeAction]) -> list[ActionDone]:
         done = []
-        for index, action in enumerate(actions):
-            try:
-                times = await self._one(index, action)
-            except BoxwrightError as exc:
-                raise _in_action(exc, index, action, self.tab.url) from None
-            done.append(
-                ActionDone(type=action.type, times=times, navigated=self.navigated, url=self.tab.url, value=self.value)
-            )
+        self._context = self.tab.check().context
+        self._context.on("response", self._on_response)
+        try:
+            self._watch(self.tab)
+            for index, action in enumerate(actions):
+                try:
+                    times = await self._one(index, action)
+                    await self._go_on_in_opened()
+                except BoxwrightError as exc:
+                    raise _in_action(exc, index, action, self.tab.url) from None
+                done.append(
+                    ActionDone(
+                        type=action.type,
+                        times=times,
+                        navigated=self.navigated,
+                        opened=self.opened,
+                        url=self.tab.url,
+                        value=self.value,
+                    )
+                )
+        finally:
+            self._watch(None)
+            self._context.remove_listener("response", self._on_response)
+            self._first.clear()
         return done
+
+    def _on_response(self, response: Response) -> None:
+        """Documents' answers by address: Playwright announces a window once it has navigated, so a MainFrame
+        made then has missed its first document's, and that request has no frame to tell which it was."""
+        if response.request.is_navigation_request():
+            self._first[response.url] = response
+
+    def _watch(self, tab: Tab | None) -> None:
+        """Watch `tab`'s page for windows it opens (None: stop; the windows not gone on in, forgotten)."""
+        if self._watched is not None:
+            self._watched.remove_listener("popup", self._on_popup)
+        for _page, frame in self._popups:
+            frame.detach()
+        self._popups.clear()
+        self._watched = tab.check() if tab is not None else None
+        if self._watched is not None:
+            self._watched.on("popup", self._on_popup)
+
+    def _on_popup(self, popup: Page) -> None:
+        frame = loading.MainFrame(popup)  # its later documents' answers (a redirect's, a form's)
+        frame.response = self._first.get(popup.url)
+        self._popups.append((popup, frame))
+
+    async def _go_on_in_opened(self) -> None:
+        """The last window the action opened, once loaded: the page from now on (one that closed itself, or
+        never showed a web page — an about:blank an ad script opened — is not)."""
+        if not self._popups:
+            return
+        *others, (popup, frame) = self._popups
+        self._popups = []
+        for _page, other in others:
+            other.detach()
+        tab = next((t for t in self.tab.session.tabs.values() if t.page is popup), None)
+        if tab is None:  # the session had no room for it (closed at once)
+            frame.detach()
+            return
+        wait_ms = max(100.0, min(ACTION_TIMEOUT_S, self._left()) * 1000)
+        with contextlib.suppress(PlaywrightError, PlaywrightTimeoutError, BoxwrightError):  # closed meanwhile
+            await tab.guard(popup.wait_for_load_state("load", timeout=wait_ms))
+        if popup.is_closed() or not popup.url.startswith(("http://", "https://")):
+            frame.detach()
+            return
+        tab.dismiss_dialogs = True
+        self._watch(tab)
+        self.tab, self.frame, self.navigated, self.opened = tab, frame, True, True
+        await self._settled()
 
     async def _one(self, index: int, action: ScrapeAction) -> int:
         """Do it (again, for `repeat`); how many times it was done."""
-        self.navigated, self.value = False, None
+        self.navigated = self.opened = False
+        self.value = None
         if isinstance(action, WaitAction):
             return await self._wait(index, action)
         if isinstance(action, ScriptAction):
@@ -191,7 +265,7 @@ class Actions:
                 break
             times += 1
             await self._settled()
-            if self.navigated:  # another document: what was to be repeated is not on it
+            if self.navigated or self._popups:  # another document: what was to be repeated is not on it
                 break
         return times
 
@@ -210,8 +284,8 @@ class Actions:
             params = ClickParams(selector=named, timeoutMs=int(max(100, budget.ms())))
             result = await interaction.click(self.tab, params, budget, element)
             times += 1
-            if result.navigated:  # another document: the rest are not on it
-                self.navigated = True
+            if result.navigated or self._popups:  # another document: the rest are not on it
+                self.navigated = result.navigated
                 break
         if not times:
             if action.optional:

@@ -163,9 +163,12 @@ class ScrapeService:
             await self._smart_wait(tab, min(SMART_WAIT_MAX_S, budget.remaining() - reserve))  # after the popup went
         done = None
         if params.actions:
-            settle = functools.partial(self._smart_wait, tab, quiet_ms=AFTER_ACTION_QUIET_MS)
+            settle = functools.partial(self._smart_wait, quiet_ms=AFTER_ACTION_QUIET_MS)
             before = tab.url
-            done = await actions.Actions(tab, budget, reserve, settle).run(params.actions)
+            runner = actions.Actions(tab, budget, reserve, settle)
+            done = await runner.run(params.actions)
+            if runner.frame is not None:  # an action opened a window, and the actions went on in it: it is read
+                tab, frame = runner.tab, runner.frame
             moved = [index for index, action in enumerate(done) if action.navigated]
             if moved:  # the page read is another document than the one loaded; or the browser's error page
                 last = moved[-1]

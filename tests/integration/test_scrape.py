@@ -386,6 +386,10 @@ async def actions_before_reading(p: Scraper) -> None:
         f"{BASE}/more", "ELEMENT_NOT_FOUND", timeoutMs=5000, actions=[{"type": "click", "selector": "#buy"}]
     )
     assert err["details"]["action"] == 0 and err["details"]["type"] == "click" and "optional" in err["recoverHint"]
+    # A link that opens a new window: the reading goes on there.
+    went = await p.ok("/more", actions=[{"type": "click", "text": "The whole article"}])
+    assert went["url"] == f"{BASE}/article" and went["actions"][0]["opened"] is True, went["actions"]
+    assert went["status"] == 200 and "# Foxes and dogs" in went["markdown"]
 
 
 async def network_policy(p: Scraper, client: docker.DockerClient, namespace: str) -> None:

@@ -105,6 +105,12 @@ async def items(request: web.Request) -> web.Response:
     return web.json_response([f"Fox item {batch}.{n}" for n in range(1, 6)])
 
 
+# Headlines whose links open the story in a new window (target=_blank), and a button that opens an empty one.
+NEWS = """<!doctype html><title>News</title><main><h1>News</h1>
+<p><a href="/story" target="_blank">Read the story</a></p><p><a href="/gone-story" target="_blank">Old story</a></p>
+<p><button onclick="window.open('about:blank')">Empty window</button></p></main>"""
+
+
 def results(request: web.Request) -> web.Response:
     query = request.query.get("q", "")
     found = query != "nothing"
@@ -120,6 +126,13 @@ ROUTES: dict[str, Any] = {
     "/shop": lambda _r: html(SHOP),
     "/report.pdf": lambda _r: web.Response(body=REPORT_PDF, content_type="application/pdf"),
     "/faq": lambda _r: html(FAQ),
+    "/news": lambda _r: html(NEWS),
+    "/story": lambda _r: html(
+        "<title>The story</title><main><h1>The whole story</h1><p>Foxes crossed the river at dawn.</p>"
+        "<button id='more' onclick=\"this.insertAdjacentHTML('afterend', '<p>And came back at dusk.</p>')\">"
+        "More</button></main>"
+    ),
+    "/gone-story": lambda _r: html("<title>Gone</title><main><h1>No such story</h1></main>", 404),
     "/links": lambda r: html(
         f"<title>Links</title><main><h1>Links</h1><a id='dead' href='{r.query['dead']}'>Dead link</a> "
         "<a id='search' href='/search'>Search page</a></main>"
@@ -142,7 +155,9 @@ async def test_load_more_until_the_list_is_whole(scraper: BrowserDriver, site: s
     assert "Fox item 1.5" in first and "Fox item 2.1" not in first
     whole = await scrape(scraper, f"{site}/list", actions=[{"type": "click", "selector": "#more", "repeat": 10}])
     # Two clicks brought the rest; the button went with the last batch, so the third was not tried.
-    assert whole["actions"] == [{"type": "click", "times": 2, "navigated": False, "url": f"{site}/list", "value": None}]
+    assert whole["actions"] == [
+        {"type": "click", "times": 2, "navigated": False, "opened": False, "url": f"{site}/list", "value": None}
+    ]
     assert all(f"Fox item {b}.{n}" in whole["markdown"] for b in (1, 2, 3) for n in range(1, 6)), whole["markdown"]
     assert "Load more" not in whole["markdown"]
     # The same in a picture of the page: the actions come before the capture.
@@ -182,7 +197,14 @@ async def test_a_form_sends_the_page_on_and_the_page_it_went_to_is_read(
         scraper, f"{site}/search", actions=[{"type": "write", "selector": "#q", "text": "red fox", "submit": True}]
     )
     assert got["actions"] == [
-        {"type": "write", "times": 1, "navigated": True, "url": f"{site}/results?q=red+fox", "value": None}
+        {
+            "type": "write",
+            "times": 1,
+            "navigated": True,
+            "opened": False,
+            "url": f"{site}/results?q=red+fox",
+            "value": None,
+        }
     ]
     assert got["url"] == f"{site}/results?q=red+fox" and got["title"] == "Results"
     assert got["markdown"].startswith("# Results for red fox") and got["status"] == 200
@@ -191,6 +213,30 @@ async def test_a_form_sends_the_page_on_and_the_page_it_went_to_is_read(
         scraper, f"{site}/search", actions=[{"type": "write", "selector": "#q", "text": "nothing", "submit": True}]
     )
     assert none["status"] == 404 and "Results for nothing" in none["markdown"]
+
+
+async def test_a_link_that_opens_a_new_window_is_followed_there(
+    scraper: BrowserDriver,  # noqa: F811
+    site: str,
+) -> None:
+    before = scraper.service.engine.open_counts()
+    got = await scrape(
+        scraper,
+        f"{site}/news",
+        actions=[{"type": "click", "text": "Read the story"}, {"type": "click", "text": "More"}],
+    )
+    assert got["actions"] == [
+        {"type": "click", "times": 1, "navigated": True, "opened": True, "url": f"{site}/story", "value": None},
+        {"type": "click", "times": 1, "navigated": False, "opened": False, "url": f"{site}/story", "value": None},
+    ]  # the second action was done in the window the first opened
+    assert got["url"] == f"{site}/story" and got["title"] == "The story" and got["status"] == 200
+    assert "Foxes crossed the river" in got["markdown"] and "came back at dusk" in got["markdown"]
+    gone = await scrape(scraper, f"{site}/news", actions=[{"type": "click", "text": "Old story"}])
+    assert gone["status"] == 404 and gone["url"] == f"{site}/gone-story"  # the opened window's own status
+    # A window that never shows a web page is not where reading goes on.
+    empty = await scrape(scraper, f"{site}/news", actions=[{"type": "click", "text": "Empty window"}])
+    assert empty["actions"][0]["opened"] is False and empty["url"] == f"{site}/news" and "# News" in empty["markdown"]
+    assert scraper.service.engine.open_counts() == before  # the windows went with the scrape's context
 
 
 async def test_elements_by_what_a_reader_sees(scraper: BrowserDriver, site: str) -> None:  # noqa: F811

@@ -334,7 +334,9 @@ async def test_actions_come_before_the_reading_and_are_part_of_what_is_kept(serv
         assert "Nothing shown yet" in plain["markdown"] and plain["actions"] is None
         call = await mcp.call("scrape", clicked)
         assert "Shown after the click" in call.data["markdown"], call.data
-        assert call.data["actions"] == [{"type": "click", "times": 1, "navigated": False, "url": url, "value": None}]
+        assert call.data["actions"] == [
+            {"type": "click", "times": 1, "navigated": False, "opened": False, "url": url, "value": None}
+        ]
         assert call.summary.endswith(", after 1 action"), call.summary
         # A kept reading answers only the same actions: the plain one is not the clicked one, nor the reverse.
         again = await mcp.ok("scrape", {**clicked, "maxAge": 60_000})

@@ -86,7 +86,8 @@ MORE = f"""<!doctype html><html lang="en"><head><title>Fox listing</title></head
 <main><h1>Foxes, part one</h1>{START}<div id="later"></div>
 <button id="more" onclick="document.getElementById('later').innerHTML = '<h2>Foxes, part two</h2>' +
 '<p>Later words about the red fox, its den and its cubs, loaded on request.</p><a href=/fox/2>Second fox</a>'">
-Load more</button></main><footer>Footer words</footer></body></html>"""
+Load more</button> <a href="/article" target="_blank">The whole article</a></main><footer>Footer words</footer>
+</body></html>"""
 # An RSS feed served as plain XML (the browser would show it as a tree): scrape reads its entries.
 FEED = """<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>Fox Weekly</title>
 <link>/</link><description>News about foxes</description><item><title>Foxes and dogs</title><link>/article</link>
