@@ -313,7 +313,8 @@ class ScrapeOptions(ContextOptions, ReadOptions, _Address):
         "shown), hover, select (a <select>'s options), script (JavaScript in the page; local callers only). "
         "Elements by CSS selector, or by the text they show "
         "(text: 'Load more') or a field's label or placeholder (label: 'Email'); optional: skip it when its "
-        "element is not there. `actions` in the result says what each did",
+        "element is not there. A link that opens a new window is followed into it. `actions` in the result says "
+        "what each did",
     )
 
     @model_validator(mode="after")
