@@ -216,14 +216,18 @@ class Actions:
         self._popups.append((popup, frame))
 
     async def _go_on_in_opened(self) -> None:
-        """The last window the action opened, once loaded: the page from now on (one that closed itself, or
-        never showed a web page — an about:blank an ad script opened — is not)."""
+        """The last window the action opened, once loaded: the page from now on. Not one that closed itself or
+        never showed a web page (an about:blank an ad script opened), nor any when the action also sent the
+        page itself on: the visitor reads where the link took them, and the window is a pop-under's."""
         if not self._popups:
             return
         *others, (popup, frame) = self._popups
         self._popups = []
         for _page, other in others:
             other.detach()
+        if self.navigated:
+            frame.detach()
+            return
         tab = next((t for t in self.tab.session.tabs.values() if t.page is popup), None)
         if tab is None:  # the session had no room for it (closed at once)
             frame.detach()

@@ -108,7 +108,8 @@ async def items(request: web.Request) -> web.Response:
 # Headlines whose links open the story in a new window (target=_blank), and a button that opens an empty one.
 NEWS = """<!doctype html><title>News</title><main><h1>News</h1>
 <p><a href="/story" target="_blank">Read the story</a></p><p><a href="/gone-story" target="_blank">Old story</a></p>
-<p><button onclick="window.open('about:blank')">Empty window</button></p></main>"""
+<p><button onclick="window.open('about:blank')">Empty window</button></p>
+<p><a href="/story" onclick="window.open('/gone-story')">Story with a pop-under</a></p></main>"""
 
 
 def results(request: web.Request) -> web.Response:
@@ -236,6 +237,10 @@ async def test_a_link_that_opens_a_new_window_is_followed_there(
     # A window that never shows a web page is not where reading goes on.
     empty = await scrape(scraper, f"{site}/news", actions=[{"type": "click", "text": "Empty window"}])
     assert empty["actions"][0]["opened"] is False and empty["url"] == f"{site}/news" and "# News" in empty["markdown"]
+    # Nor a window opened beside a link that took the page on itself (a pop-under): the link's page is read.
+    under = await scrape(scraper, f"{site}/news", actions=[{"type": "click", "text": "Story with a pop-under"}])
+    assert under["actions"][0]["opened"] is False and under["actions"][0]["navigated"] is True
+    assert under["url"] == f"{site}/story" and under["status"] == 200
     assert scraper.service.engine.open_counts() == before  # the windows went with the scrape's context
 
 
