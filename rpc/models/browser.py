@@ -340,6 +340,50 @@ def _headers_ok(headers: dict[str, str] | None) -> dict[str, str] | None:
 RequestHeaders = Annotated[dict[str, str], Field(max_length=MAX_HEADERS), AfterValidator(_headers_ok)]
 
 
+PROXY_SCHEMES = ("http", "https", "socks5")
+
+
+def _proxy_server(value: str) -> str:
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port
+    except ValueError:
+        raise ValueError("not a proxy address: scheme://host:port, e.g. http://proxy.internal:3128") from None
+    if parts.scheme.lower() not in PROXY_SCHEMES or not parts.hostname:
+        raise ValueError(f"a proxy is {', '.join(PROXY_SCHEMES)}://host:port (e.g. http://proxy.internal:3128)")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("give the proxy's credentials as username and password, not in its address")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError("a proxy address has no path: scheme://host:port")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme.lower()}://{host}" + (f":{port}" if port is not None else "")
+
+
+class Proxy(Params):
+    """A proxy every request of the context goes through (the page's, its scripts', a file fetched again) —
+    a company's egress proxy, a residential one for a site that answers by region. Its password is never
+    logged, listed or returned."""
+
+    server: Annotated[str, Field(max_length=2048), AfterValidator(_proxy_server)] = Field(
+        description="scheme://host:port — http, https or socks5 (e.g. http://proxy.internal:3128)"
+    )
+    username: str | None = Field(None, max_length=256, description="For a proxy that asks (HTTP proxies only)")
+    password: str | None = Field(None, max_length=1024, repr=False)
+    bypass: str | None = Field(
+        None,
+        max_length=2048,
+        description="Hosts reached directly, comma-separated (e.g. '.internal.example, localhost')",
+    )
+
+    @model_validator(mode="after")
+    def _auth_where_chromium_has_it(self) -> Proxy:
+        if (self.username is None) != (self.password is None):
+            raise ValueError("give the proxy's username and password together")
+        if self.username is not None and self.server.startswith("socks5"):
+            raise ValueError("Chromium does not sign in to a SOCKS proxy: use an HTTP proxy for one that asks")
+        return self
+
+
 # What blockResources may name: kinds whose absence changes no text a page shows (a stylesheet's would).
 BLOCKABLE_RESOURCES: tuple[str, ...] = ("image", "media", "font")
 BlockedResource = Literal["image", "media", "font"]
@@ -378,6 +422,11 @@ class ContextOptions(Params):
         None,
         description="A username and password for a site behind HTTP authentication (Basic, Digest, NTLM), given only "
         "when that site asks and only to it; never logged, listed or returned",
+    )
+    proxy: Proxy | None = Field(
+        None,
+        description="Send every request through this proxy {server, username?, password?, bypass?} instead of "
+        "straight out (the sandbox's network mode still applies: it must be able to reach the proxy)",
     )
     headers: RequestHeaders | None = Field(
         None,
@@ -460,6 +509,7 @@ class SessionInfo(Result):
     skipTlsVerification: bool = Field(False, description="It opens https:// pages whose certificate is not trusted")
     userAgent: str | None = Field(None, description="The User-Agent it sends, when not the browser's own")
     httpAuthOrigin: str | None = Field(None, description="The site it has HTTP credentials for (never the credentials)")
+    proxyServer: str | None = Field(None, description="The proxy it goes through (never its credentials)")
     headersOrigin: str | None = Field(None, description="The site it sends headers to (never their values)")
     headerNames: list[str] | None = Field(None, description="The names of the headers it sends there")
     blockAds: bool = Field(False, description="It loads no ads or trackers")

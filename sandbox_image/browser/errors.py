@@ -80,11 +80,31 @@ UNREACHABLE_ERRORS = frozenset(
 )
 
 
+# The proxy (a context's `proxy`) did not answer, would not connect on, or refused the credentials.
+PROXY_ERRORS = frozenset(
+    {
+        "ERR_PROXY_CONNECTION_FAILED",
+        "ERR_TUNNEL_CONNECTION_FAILED",
+        "ERR_SOCKS_CONNECTION_FAILED",
+        "ERR_SOCKS_CONNECTION_HOST_UNREACHABLE",
+        "ERR_PROXY_AUTH_UNSUPPORTED",
+        "ERR_PROXY_AUTH_REQUESTED",
+        "ERR_PROXY_CERTIFICATE_INVALID",
+        "ERR_NO_SUPPORTED_PROXIES",
+    }
+)
+PROXY_HINT = (
+    "check proxy.server — it must answer from the sandbox (its network mode must let it reach the proxy) — and "
+    "its username and password; or leave proxy out to go straight to the site"
+)
+
 # The site asked for HTTP authentication (a 401 challenge) and had no answer, or refused the one it got.
 AUTH_ERROR = "ERR_INVALID_AUTH_CREDENTIALS"
 
 
 def net_error_to_code(net_error: str) -> ErrorCode:
+    if net_error in PROXY_ERRORS:
+        return ErrorCode.HOST_UNREACHABLE
     if net_error in DNS_ERRORS or net_error.startswith("ERR_DNS_"):
         return ErrorCode.DNS_FAILURE
     if net_error in UNREACHABLE_ERRORS:

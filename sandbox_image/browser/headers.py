@@ -38,6 +38,7 @@ from urllib.parse import urljoin, urlsplit
 
 from rpc.models.browser import MAX_BROWSER_TIMEOUT_MS, ContextOptions, origin_of
 from sandbox_image.browser.background import quietly
+from sandbox_image.browser.launch import proxy_settings
 
 if TYPE_CHECKING:
     from playwright.async_api import APIRequestContext, BrowserContext, HttpCredentials, Playwright, Request, Route
@@ -88,7 +89,8 @@ async def _client(
     credentials: HttpCredentials | None = None
     if auth is not None and auth.origin is not None and _to_site(url, auth.origin):
         credentials = {"username": auth.username, "password": auth.password, "origin": auth.origin}
-    client = await playwright.request.new_context(ignore_https_errors=True, http_credentials=credentials)
+    proxy = proxy_settings(options.proxy) if options.proxy is not None else None
+    client = await playwright.request.new_context(ignore_https_errors=True, http_credentials=credentials, proxy=proxy)
     try:
         yield client
     finally:

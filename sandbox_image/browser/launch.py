@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rpc.errors import invalid_parameter
-from rpc.models.browser import ContextOptions
+from rpc.models.browser import ContextOptions, Proxy
 
 if TYPE_CHECKING:
-    from playwright.async_api import ViewportSize
+    from playwright.async_api import ProxySettings, ViewportSize
 
 # Features Playwright (1.65, chromiumSwitches in its driver) disables and enables itself. Chromium honours
 # only the last --disable-features and --enable-features switch, so ours repeat Playwright's lists:
@@ -110,6 +110,8 @@ def context_options(
         made["user_agent"] = options.userAgent
     if options.blockAds or options.blockResources or options.headers:  # a service worker's fetches bypass routes
         made["service_workers"] = "block"
+    if options.proxy is not None:  # its password never logged either
+        made["proxy"] = proxy_settings(options.proxy)
     if options.headers and options.headersOrigin is None:  # without one they would have nowhere to go
         raise invalid_parameter("headersOrigin", "required: the one site the headers are sent to")
     if options.httpAuth is not None:  # answered only when that origin asks (Playwright's default "unauthorized")
@@ -118,3 +120,13 @@ def context_options(
             raise invalid_parameter("httpAuth.origin", "required: the one site the credentials are for")
         made["http_credentials"] = {"username": auth.username, "password": auth.password, "origin": auth.origin}
     return made
+
+
+def proxy_settings(proxy: Proxy) -> ProxySettings:
+    """Playwright's form of a context's proxy (the request clients made beside it take it too)."""
+    settings: ProxySettings = {"server": proxy.server}
+    if proxy.bypass is not None:
+        settings["bypass"] = proxy.bypass
+    if proxy.username is not None and proxy.password is not None:
+        settings["username"], settings["password"] = proxy.username, proxy.password
+    return settings

@@ -11,6 +11,8 @@ from rpc.models.browser import GotoParams, GotoResult, HistoryParams, HistoryRes
 from sandbox_image.browser.errors import (
     AUTH_ERROR,
     NET_ERROR,
+    PROXY_ERRORS,
+    PROXY_HINT,
     PlaywrightError,
     PlaywrightTimeoutError,
     clean_message,
@@ -73,6 +75,8 @@ async def navigation_failed(
     hint = UNTRUSTED_HINT if match.group(1).startswith("ERR_CERT_") else None
     if match.group(1) == AUTH_ERROR:
         hint = AUTH_HINT.format(origin=origin_of(url))
+    elif match.group(1) in PROXY_ERRORS:
+        hint = PROXY_HINT
     return BoxwrightError(
         ErrorCode.NAVIGATION_FAILED,
         f"could not load {redact(url)}: {match.group(1)}",

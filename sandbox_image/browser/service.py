@@ -148,6 +148,7 @@ class BrowserService:
                     skipTlsVerification=s.options.skipTlsVerification,
                     userAgent=s.options.userAgent,
                     httpAuthOrigin=s.options.httpAuth.origin if s.options.httpAuth else None,
+                    proxyServer=s.options.proxy.server if s.options.proxy else None,
                     headersOrigin=s.options.headersOrigin,
                     headerNames=list(s.options.headers) if s.options.headers else None,
                     blockAds=s.options.blockAds,

@@ -20,6 +20,8 @@ from sandbox_image.browser import headers
 from sandbox_image.browser.errors import (
     AUTH_ERROR,
     NET_ERROR,
+    PROXY_ERRORS,
+    PROXY_HINT,
     PlaywrightError,
     PlaywrightTimeoutError,
     clean_message,
@@ -137,11 +139,12 @@ def failed(
     *,
     sent_from: str | None = None,
     sent_by: str = "its own script",
+    proxied: bool = False,
 ) -> BoxwrightError:
     """Why a navigation did not produce a page, as the most specific code there is.
 
     `sent_from`: the page that navigated to `url` after it had loaded — by its own script, or `sent_by` one of
-    the call's actions (a link clicked, a form submitted).
+    the call's actions (a link clicked, a form submitted). `proxied`: the context goes through a proxy.
     """
     if "Download is starting" in message:  # a PDF, an archive: anything the browser downloads
         content_type = media_type(response.headers.get("content-type")) if response is not None else ""
@@ -155,8 +158,13 @@ def failed(
         ErrorCode.TLS_ERROR: "its TLS connection was refused",
     }.get(code, "the browser could not load it")
     hint = None
-    if net_error == AUTH_ERROR:
+    if net_error == AUTH_ERROR and proxied:  # Chromium says the same of the proxy's 407 as of the site's 401
+        reason = "the proxy or the site asks for a username and password"
+        hint = f"the proxy's: give proxy.username and proxy.password; the site's: {AUTH_HINT}"
+    elif net_error == AUTH_ERROR:
         reason, hint = "the site asks for a username and password (HTTP authentication)", AUTH_HINT
+    elif net_error in PROXY_ERRORS:
+        reason, hint = "the proxy did not take the request", PROXY_HINT
     details: dict[str, str] = {"url": redact(url)}
     if net_error:
         details["netError"] = net_error
@@ -206,13 +214,17 @@ class MainFrame:
         self.page.remove_listener("requestfailed", self._on_failed)
 
 
+def _proxied(tab: Tab) -> bool:
+    return tab.session.options.proxy is not None
+
+
 def on_error_page(tab: Tab, url: str, fmt: str, frame: MainFrame, sent_by: str = "its own script") -> None:
     """After the wait (or an action): the page at `url` moved to an address that failed → that failure, not
     Chromium's error page returned as the page's content."""
     if not tab.url.startswith(ERROR_PAGE):
         return
     target, message = frame.failure or (url, "the page moved to an address that failed")
-    raise failed(target, message, fmt, None, sent_from=url, sent_by=sent_by)
+    raise failed(target, message, fmt, None, sent_from=url, sent_by=sent_by, proxied=_proxied(tab))
 
 
 def is_pdf_download(message: str, response: Response) -> bool:
@@ -253,7 +265,7 @@ async def fetch_again(tab: Tab, url: str, fmt: str, timeout_ms: float, limit: in
     except PlaywrightTimeoutError:
         raise timed_out(url, timeout_ms) from None
     except PlaywrightError as exc:
-        raise failed(url, clean_message(exc), fmt, None) from None
+        raise failed(url, clean_message(exc), fmt, None, proxied=_proxied(tab)) from None
 
 
 async def _pdf(tab: Tab, url: str, fmt: str, timeout_ms: float) -> Loaded:
@@ -345,7 +357,7 @@ async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, frame: MainFrame
             return await _pdf(tab, downloaded.url, fmt, left_ms())
         if downloaded is not None and is_gzip_download(message, downloaded):
             return await _gzipped(tab, downloaded.url, fmt, left_ms())
-        raise failed(url, message, fmt, frame.response) from None
+        raise failed(url, message, fmt, frame.response, proxied=_proxied(tab)) from None
     response = response or frame.response
     try:
         content_type = str(await tab.guard(page.evaluate("document.contentType")) or "").lower()

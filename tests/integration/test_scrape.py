@@ -330,6 +330,17 @@ async def behind_a_token(p: Scraper) -> None:
     assert MEMBERS_TOKEN not in json.dumps([locked, opened, local, trusted, owned])
 
 
+async def through_a_proxy(p: Scraper) -> None:
+    """Through a proxy (the pages' server, which answers a proxy's requests itself): a site whose name is never
+    looked up arrives; a proxy that is not there says so."""
+    site = "http://shop.test/catalog"
+    read = await p.s.ok("scrape", {"url": site, "sandboxId": p.sid, "proxy": {"server": BASE}})
+    assert read["status"] == 200 and f"The proxy answered for {site}." in read["markdown"], read
+    gone = await p.error(site, "HOST_UNREACHABLE", proxy={"server": "http://127.0.0.1:9"}, timeoutMs=5000)
+    assert "proxy.server" in gone["recoverHint"], gone
+    p.calls += 1
+
+
 async def ads_not_loaded(p: Scraper) -> None:
     """blockAds with the image's EasyList and EasyPrivacy: an ad script and a tracking pixel at paths those lists
     block on any site are never asked for; without it they are. A browser session blocks alike."""
@@ -473,6 +484,7 @@ async def test_scrape(
             await self_signed_on_loopback_only(p)
             await behind_http_auth(p)
             await behind_a_token(p)
+            await through_a_proxy(p)
             await ads_not_loaded(p)
             await cookie_banners_refused(p)
             await actions_before_reading(p)

@@ -104,8 +104,8 @@ async def test_a_session_shown_as_a_phone_in_a_language(browser: BrowserDriver) 
     try:
         assert {"sessionId": "phone", "tabCount": 0, "isDefault": False, "profileId": None, "mobile": True,
                 "locale": "de-DE", "skipTlsVerification": False, "userAgent": None,
-                "httpAuthOrigin": None, "headersOrigin": None, "headerNames": None, "blockAds": False,
-                "blockResources": None, "blockedRequests": 0, "blockCookieBanners": False,
+                "httpAuthOrigin": None, "proxyServer": None, "headersOrigin": None, "headerNames": None,
+                "blockAds": False, "blockResources": None, "blockedRequests": 0, "blockCookieBanners": False,
                 "cookieBanners": []} in created["sessions"]  # fmt: skip
         await browser.call("browser.goto", sessionId="phone", url="data:text/html,<p>phone</p>")
         phone = await browser.call("browser.evaluate", sessionId="phone", expression=seen)

@@ -90,6 +90,7 @@ async def test_a_login_in_a_profile_session_is_published_and_reused(services: Se
             "skipTlsVerification": False,
             "userAgent": None,
             "httpAuthOrigin": None,
+            "proxyServer": None,
             "headersOrigin": None,
             "headerNames": None,
             "blockAds": False,

@@ -358,6 +358,7 @@ async def test_trust_level_and_existing_sessions(agent: BrowserDriver, site: Tas
             "skipTlsVerification": False,
             "userAgent": None,
             "httpAuthOrigin": None,
+            "proxyServer": None,
             "headersOrigin": None,
             "headerNames": None,
             "blockAds": False,

@@ -155,7 +155,8 @@ def tools(services: Services) -> list[ToolSpec[Any]]:
             "session's cookies are saved back to it as it is used and when it is closed. create also sets how the "
             "session opens pages: mobile (a phone's view), locale (a language), skipTlsVerification (an untrusted "
             "certificate accepted), userAgent, httpAuth {username, password, origin} (one site's HTTP password "
-            "prompt), headers {name: value} with headersOrigin (sent to that one site), blockAds (no ads or "
+            "prompt), proxy {server, username, password}, headers {name: value} with headersOrigin (sent to that "
+            "one site), blockAds (no ads or "
             "trackers loaded), blockResources (image, media, font never loaded), "
             "blockCookieBanners (cookie-consent popups refused).",
             input=SessionsArgs,

@@ -153,6 +153,7 @@ DESCRIPTION = (
     "httpAuth {username, password} answers the site's HTTP password prompt (only that site's); "
     "headers {name: value} go with every request to the page's own site (an Authorization token, a Cookie), "
     "never to another site nor along a redirect; "
+    "proxy {server, username, password, bypass} sends every request through that proxy; "
     "skipTlsVerification=true opens an https site whose certificate is not trusted (one you trust); "
     "userAgent replaces the browser's User-Agent. "
     "blockAds=true never loads ads or trackers (EasyList, EasyPrivacy); blockResources (image, media, font) "

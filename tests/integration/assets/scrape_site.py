@@ -7,7 +7,8 @@ load · /late fetches /slow-data (0.7 s) after load and shows it · /nav-only no
 sites do · /to-article sends itself on to /article · /lazy two noise images far down the page, one
 with loading=lazy, one behind a lazy loader's IntersectionObserver · /seen which of them were asked
 for · /stuck a page whose timers never fire. /staging /article behind HTTP Basic authentication
-(ada / PASSWORD below). /members /article for a bearer token (MEMBERS_TOKEN below). /framed /article in a frame from
+(ada / PASSWORD below). /members /article for a bearer token (MEMBERS_TOKEN below). Asked for a whole address, as a
+proxy is, it answers itself (nothing goes further). /framed /article in a frame from
 the other origin (localhost for 127.0.0.1). `python3 scrape_site.py PORT TLS_PORT` also serves them
 over https on TLS_PORT, on every address, with the self-signed certificate in cert.pem / key.pem.
 """
@@ -209,6 +210,9 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
+        if self.path.startswith("http://"):  # asked as a proxy is (scrape's proxy): answered here, none goes on
+            page = f"<title>Via proxy</title><main><h1>Catalog</h1><p>The proxy answered for {self.path}.</p></main>"
+            return self.send(page)
         path = self.path.split("?", 1)[0]
         if path == "/staging":
             if self.headers.get("Authorization") != STAGING_AUTH:
