@@ -35,26 +35,41 @@ class FakeProxy:
 
     credentials: str | None = None  # "user:password" it asks for
     seen: list[tuple[str, str | None]] = field(default_factory=list)  # (request target, Proxy-Authorization)
+    authorization: list[str | None] = field(default_factory=list)  # each request's Authorization (the site's)
+
+    async def _head(self, reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str]]:
+        lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        method, target = lines[0].split(" ")[:2]
+        return (
+            method,
+            target,
+            {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)},
+        )
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-            target = head[0].split(" ")[1]
-            auth = [
-                line.split(":", 1)[1].strip() for line in head[1:] if line.lower().startswith("proxy-authorization:")
-            ]
-            self.seen.append((target, auth[0] if auth else None))
+            method, target, fields = await self._head(reader)
+            auth = fields.get("proxy-authorization")
             wanted = f"Basic {base64.b64encode(self.credentials.encode()).decode()}" if self.credentials else None
-            if wanted is not None and (auth[0] if auth else None) != wanted:
+            if wanted is not None and auth != wanted:
+                self.seen.append((target, auth))
                 writer.write(
                     b'HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="proxy"\r\n'
                     b"Content-Length: 0\r\nConnection: close\r\n\r\n"
                 )
-            else:
-                page = f"<title>Via proxy</title><main><h1>Catalog</h1><p>The proxy answered for {target}.</p></main>"
-                data = page.encode()
-                head_out = f"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {len(data)}\r\n"
-                writer.write((head_out + "Connection: close\r\n\r\n").encode() + data)
+                await writer.drain()
+                return
+            if method == "CONNECT":  # a tunnel (the request client's way): the request inside it is answered here
+                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                host = target
+                method, target, fields = await self._head(reader)
+                target = f"http://{host.removesuffix(':80')}{target}"
+            self.seen.append((target, auth))
+            self.authorization.append(fields.get("authorization"))
+            page = f"<title>Via proxy</title><main><h1>Catalog</h1><p>The proxy answered for {target}.</p></main>"
+            data = page.encode()
+            head_out = f"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {len(data)}\r\n"
+            writer.write((head_out + "Connection: close\r\n\r\n").encode() + data)
             await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -87,6 +102,15 @@ async def test_every_request_goes_through_the_proxy(driver: BrowserDriver) -> No
         read = await driver.call("scrape.page", url=SITE, proxy={"server": server})
     assert read["status"] == 200 and f"The proxy answered for {SITE}." in read["markdown"], read["markdown"]
     assert (SITE, None) in proxy.seen  # asked for the whole address, as a proxy is
+
+
+async def test_headers_go_through_the_proxy_too(driver: BrowserDriver) -> None:
+    """The requests made with the caller's headers (browser.headers: the context's request client) take the
+    context's proxy as the browser's own do."""
+    proxy = FakeProxy()
+    async with serving(proxy) as server:
+        read = await driver.call("scrape.page", url=SITE, proxy={"server": server}, headers={"Authorization": "t-1"})
+    assert "The proxy answered" in read["markdown"] and proxy.authorization == ["t-1"], proxy.seen
 
 
 async def test_a_proxy_that_asks_for_credentials(driver: BrowserDriver) -> None:
