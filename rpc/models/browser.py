@@ -12,6 +12,7 @@ element is gone, it is refused with STALE_REF — it never resolves to a differe
 from __future__ import annotations
 
 import re
+import zoneinfo
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -340,6 +341,25 @@ def _headers_ok(headers: dict[str, str] | None) -> dict[str, str] | None:
 RequestHeaders = Annotated[dict[str, str], Field(max_length=MAX_HEADERS), AfterValidator(_headers_ok)]
 
 
+def _known_zone(name: str) -> str:
+    if not _ZONE_NAME.fullmatch(name) or (_ZONES and name not in _ZONES):
+        raise ValueError(f"{name!r} is not an IANA time zone (e.g. 'Europe/Berlin', 'America/New_York', 'UTC')")
+    return name
+
+
+# The zone database where this Python has one (a system without it checks the name's form; the browser
+# refuses a name it does not know).
+_ZONES = frozenset(zoneinfo.available_timezones())
+_ZONE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}")
+TimeZone = Annotated[str, StringConstraints(max_length=64), AfterValidator(_known_zone)]
+
+
+class Geolocation(Params):
+    latitude: float = Field(ge=-90, le=90)
+    longitude: float = Field(ge=-180, le=180)
+    accuracy: float = Field(0, ge=0, le=100_000, description="Metres")
+
+
 PROXY_SCHEMES = ("http", "https", "socks5")
 
 
@@ -403,6 +423,16 @@ class ContextOptions(Params):
         None,
         description="The language to ask sites for, as a BCP 47 tag (e.g. 'de-DE', 'fr', 'ja-JP'): the browser "
         "sends it as Accept-Language and reports it as navigator.language and Intl's default. Default: en-US",
+    )
+    timezone: TimeZone | None = Field(
+        None,
+        description="The time zone the page's clock is in, an IANA name (e.g. 'Europe/Berlin', 'America/New_York'): "
+        "dates and times a page writes with its scripts come out as there. Default: the sandbox's (UTC)",
+    )
+    geolocation: Geolocation | None = Field(
+        None,
+        description="Where the browser says it is when a page asks (navigator.geolocation, allowed without a "
+        "prompt): {latitude, longitude, accuracy?} — for a store locator or a site that asks for a location",
     )
     skipTlsVerification: bool = Field(
         False,
@@ -506,6 +536,8 @@ class SessionInfo(Result):
     profileId: str | None = Field(None, description="The login profile the session was opened from")
     mobile: bool = Field(False, description="Its pages are shown as a phone shows them")
     locale: str | None = Field(None, description="The language it asks sites for, when not the default")
+    timezone: str | None = Field(None, description="The time zone its pages' clock is in, when not the default")
+    geolocation: Geolocation | None = Field(None, description="Where it says it is, when a page asks")
     skipTlsVerification: bool = Field(False, description="It opens https:// pages whose certificate is not trusted")
     userAgent: str | None = Field(None, description="The User-Agent it sends, when not the browser's own")
     httpAuthOrigin: str | None = Field(None, description="The site it has HTTP credentials for (never the credentials)")

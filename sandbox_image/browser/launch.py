@@ -104,6 +104,11 @@ def context_options(
     if device is not None:
         made.update({k: v for k, v in device.items() if k != "default_browser_type"}, device_scale_factor=1)
     made["locale"] = options.locale or DEFAULT_LOCALE
+    if options.timezone is not None:
+        made["timezone_id"] = options.timezone
+    if options.geolocation is not None:  # and allowed, as a visitor who said yes to the prompt
+        made["geolocation"] = options.geolocation.model_dump()
+        made["permissions"] = ["geolocation"]
     if options.skipTlsVerification:
         made["ignore_https_errors"] = True
     if options.userAgent is not None:  # the caller's, over the browser's own and a phone's

@@ -145,6 +145,8 @@ class BrowserService:
                     profileId=s.profile_id,
                     mobile=s.options.mobile,
                     locale=s.options.locale,
+                    timezone=s.options.timezone,
+                    geolocation=s.options.geolocation,
                     skipTlsVerification=s.options.skipTlsVerification,
                     userAgent=s.options.userAgent,
                     httpAuthOrigin=s.options.httpAuth.origin if s.options.httpAuth else None,

@@ -341,6 +341,18 @@ async def through_a_proxy(p: Scraper) -> None:
     p.calls += 1
 
 
+async def a_time_zone_and_a_place(p: Scraper) -> None:
+    """The page's clock and position as the caller sets them, by the image's browser."""
+    plain = await p.ok("/clock", onlyMainContent=False)
+    assert "Zone UTC, noon UTC is 12 o'clock" in plain["markdown"], plain["markdown"]
+    tokyo = await p.ok("/clock", onlyMainContent=False, timezone="Asia/Tokyo",
+                       geolocation={"latitude": 35.68, "longitude": 139.69})  # fmt: skip
+    assert "Zone Asia/Tokyo, noon UTC is 21 o'clock" in tokyo["markdown"], tokyo["markdown"]
+    assert "At 35.68, 139.69" in tokyo["markdown"], tokyo["markdown"]
+    bad = await p.error(f"{BASE}/clock", "INVALID_PARAMETER", timezone="Mars/Olympus")
+    assert "IANA" in json.dumps(bad), bad
+
+
 async def ads_not_loaded(p: Scraper) -> None:
     """blockAds with the image's EasyList and EasyPrivacy: an ad script and a tracking pixel at paths those lists
     block on any site are never asked for; without it they are. A browser session blocks alike."""
@@ -485,6 +497,7 @@ async def test_scrape(
             await behind_http_auth(p)
             await behind_a_token(p)
             await through_a_proxy(p)
+            await a_time_zone_and_a_place(p)
             await ads_not_loaded(p)
             await cookie_banners_refused(p)
             await actions_before_reading(p)

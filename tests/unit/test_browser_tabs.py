@@ -98,12 +98,43 @@ async def test_sessions_are_isolated(browser: BrowserDriver, site: Site) -> None
     assert closed.code is ErrorCode.SESSION_NOT_FOUND
 
 
+async def test_a_session_in_another_time_zone_and_place(browser: BrowserDriver, site: Site) -> None:
+    """A page's clock and where the browser says it is, when a page asks (no prompt: allowed)."""
+    here = {"latitude": 48.137, "longitude": 11.575, "accuracy": 20}
+    created = await browser.call(
+        "browser.sessions", action="create", sessionId="munich", timezone="Europe/Berlin", geolocation=here
+    )
+    try:
+        info = next(s for s in created["sessions"] if s["sessionId"] == "munich")
+        assert info["timezone"] == "Europe/Berlin" and info["geolocation"] == here
+        await browser.call("browser.goto", sessionId="munich", url=site.url("/"))  # a secure context: loopback
+        zone = "[Intl.DateTimeFormat().resolvedOptions().timeZone, new Date(Date.UTC(2026, 0, 1, 12)).getHours()]"
+        assert (await browser.call("browser.evaluate", sessionId="munich", expression=zone))["value"] == [
+            "Europe/Berlin",
+            13,
+        ]
+        where = (
+            "new Promise((ok, no) => navigator.geolocation.getCurrentPosition("
+            "p => ok([p.coords.latitude, p.coords.longitude]), e => no(e.message)))"
+        )
+        assert (await browser.call("browser.evaluate", sessionId="munich", expression=where))["value"] == [
+            48.137,
+            11.575,
+        ]
+    finally:
+        await browser.call("browser.sessions", action="close", sessionId="munich")
+    for bad in ({"timezone": "Mars/Olympus"}, {"timezone": "GMT+2"}, {"geolocation": {"latitude": 91, "longitude": 0}}):
+        refused = await browser.error("browser.sessions", action="create", sessionId="nowhere", **bad)
+        assert refused.code is ErrorCode.INVALID_PARAMETER, (bad, refused)
+
+
 async def test_a_session_shown_as_a_phone_in_a_language(browser: BrowserDriver) -> None:
     seen = "[screen.width, navigator.language, navigator.userAgent.includes('Mobile'), (1234.5).toLocaleString()]"
     created = await browser.call("browser.sessions", action="create", sessionId="phone", mobile=True, locale="de-DE")
     try:
         assert {"sessionId": "phone", "tabCount": 0, "isDefault": False, "profileId": None, "mobile": True,
-                "locale": "de-DE", "skipTlsVerification": False, "userAgent": None,
+                "locale": "de-DE", "timezone": None, "geolocation": None, "skipTlsVerification": False,
+                "userAgent": None,
                 "httpAuthOrigin": None, "proxyServer": None, "headersOrigin": None, "headerNames": None,
                 "blockAds": False, "blockResources": None, "blockedRequests": 0, "blockCookieBanners": False,
                 "cookieBanners": []} in created["sessions"]  # fmt: skip

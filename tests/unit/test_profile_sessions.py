@@ -87,6 +87,8 @@ async def test_a_login_in_a_profile_session_is_published_and_reused(services: Se
             "profileId": "p1",
             "mobile": False,
             "locale": None,
+            "timezone": None,
+            "geolocation": None,
             "skipTlsVerification": False,
             "userAgent": None,
             "httpAuthOrigin": None,

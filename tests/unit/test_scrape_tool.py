@@ -100,7 +100,8 @@ def test_schemas_derive_from_the_models() -> None:
     assert schema["required"] == ["url"]
     assert set(props) == {
         "url", "format", "onlyMainContent", "waitFor", "timeoutMs", "offset", "maxChars", "includeTags", "excludeTags",
-        "mobile", "locale", "skipTlsVerification", "userAgent", "httpAuth", "proxy", "headers", "headersOrigin",
+        "mobile", "locale", "timezone", "geolocation", "skipTlsVerification", "userAgent", "httpAuth", "proxy",
+        "headers", "headersOrigin",
         "blockAds", "blockResources", "blockCookieBanners",
         "includeIframes", "profileId", "sandboxId", "maxAge", "actions",
     }  # fmt: skip

@@ -355,6 +355,8 @@ async def test_trust_level_and_existing_sessions(agent: BrowserDriver, site: Tas
             "profileId": None,
             "mobile": False,
             "locale": None,
+            "timezone": None,
+            "geolocation": None,
             "skipTlsVerification": False,
             "userAgent": None,
             "httpAuthOrigin": None,

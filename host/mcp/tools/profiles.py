@@ -153,12 +153,11 @@ def tools(services: Services) -> list[ToolSpec[Any]]:
             "(e.g. two logins side by side). Tools use the default session unless given a sessionId. With profileId, "
             "create opens the session from your saved login profile (e.g. one made with `boxwright login`), and the "
             "session's cookies are saved back to it as it is used and when it is closed. create also sets how the "
-            "session opens pages: mobile (a phone's view), locale (a language), skipTlsVerification (an untrusted "
-            "certificate accepted), userAgent, httpAuth {username, password, origin} (one site's HTTP password "
-            "prompt), proxy {server, username, password}, headers {name: value} with headersOrigin (sent to that "
-            "one site), blockAds (no ads or "
-            "trackers loaded), blockResources (image, media, font never loaded), "
-            "blockCookieBanners (cookie-consent popups refused).",
+            "session opens pages: mobile (a phone's view), locale (a language), timezone, geolocation, "
+            "skipTlsVerification (an untrusted certificate accepted), userAgent, httpAuth {username, password, "
+            "origin} (one site's HTTP password prompt), proxy {server, username, password}, headers {name: value} "
+            "with headersOrigin (sent to that one site), blockAds (no ads or trackers loaded), blockResources "
+            "(image, media, font never loaded), blockCookieBanners (cookie-consent popups refused).",
             input=SessionsArgs,
             output=BrowserSessionsResult,
             handler=sessions,

@@ -192,6 +192,14 @@ FRAMED = """<!doctype html><html><head><title>Framed</title></head><body><h1>Fra
 REPORT_PDF = make_pdf("Fox report", ["Foxes run fast.", "Dogs sleep late."], "https://example.org/fox")
 
 
+CLOCK = """<!doctype html><title>Clock</title><main><h1>Clock</h1><p id="zone"></p><p id="where"></p></main><script>
+const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+document.getElementById("zone").textContent = "Zone " + zone + ", noon UTC is "
+  + new Date(Date.UTC(2026, 0, 1, 12)).getHours() + " o'clock";
+navigator.geolocation.getCurrentPosition(
+  (p) => { document.getElementById("where").textContent = "At " + p.coords.latitude + ", " + p.coords.longitude; },
+  (e) => { document.getElementById("where").textContent = "Nowhere: " + e.message; });
+</script>"""
 STAGING_PASSWORD = "staging-pw-31"
 STAGING_AUTH = "Basic " + base64.b64encode(f"ada:{STAGING_PASSWORD}".encode()).decode()
 MEMBERS_TOKEN = "members-7f3e"
@@ -222,6 +230,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 return None
             return self.send(ARTICLE)
+        if path == "/clock":  # the page's clock and place, as its scripts see them (scrape's timezone, geolocation)
+            return self.send(CLOCK)
         if path == "/members":  # an API-gated site: a bearer token in a header, no password prompt
             if self.headers.get("Authorization") != f"Bearer {MEMBERS_TOKEN}":
                 return self.send("<title>Sign in</title><main><p>Members only: sign in first.</p></main>", 401)
