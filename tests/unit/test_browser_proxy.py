@@ -12,17 +12,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import pytest
-from aiohttp import web
 from pydantic import ValidationError
 
 from rpc.errors import ErrorCode
 from rpc.models.browser import ContextOptions
-from sandbox_image import browser as browser_feature
 from sandbox_image.browser.errors import PROXY_HINT
-from sandbox_image.config import SandboxSettings
-from sandbox_image.dispatcher import Dispatcher
-from sandbox_image.scrape import service as scrape_service
-from tests.unit.browser_harness import CHROMIUM, BrowserDriver
+from tests.unit.browser_harness import BrowserDriver
+from tests.unit.test_request_headers import driver  # noqa: F401 (fixture: the agent's browser and scrape)
 
 PASSWORD = "proxy-pw-5c1"
 SITE = "http://shop.test/catalog"
@@ -87,16 +83,7 @@ async def serving(proxy: FakeProxy) -> AsyncIterator[str]:
         await server.wait_closed()
 
 
-@pytest.fixture(scope="module")
-async def driver() -> AsyncIterator[BrowserDriver]:
-    dispatcher = Dispatcher("agent")
-    service = browser_feature.register(dispatcher, SandboxSettings(chromium=CHROMIUM))
-    scrape_service.register(dispatcher, service)
-    yield BrowserDriver(service, dispatcher)
-    await service.on_cleanup(web.Application())
-
-
-async def test_every_request_goes_through_the_proxy(driver: BrowserDriver) -> None:
+async def test_every_request_goes_through_the_proxy(driver: BrowserDriver) -> None:  # noqa: F811
     proxy = FakeProxy()
     async with serving(proxy) as server:
         read = await driver.call("scrape.page", url=SITE, proxy={"server": server})
@@ -104,7 +91,7 @@ async def test_every_request_goes_through_the_proxy(driver: BrowserDriver) -> No
     assert (SITE, None) in proxy.seen  # asked for the whole address, as a proxy is
 
 
-async def test_headers_go_through_the_proxy_too(driver: BrowserDriver) -> None:
+async def test_headers_go_through_the_proxy_too(driver: BrowserDriver) -> None:  # noqa: F811
     """The requests made with the caller's headers (browser.headers: the context's request client) take the
     context's proxy as the browser's own do."""
     proxy = FakeProxy()
@@ -113,7 +100,7 @@ async def test_headers_go_through_the_proxy_too(driver: BrowserDriver) -> None:
     assert "The proxy answered" in read["markdown"] and proxy.authorization == ["t-1"], proxy.seen
 
 
-async def test_a_proxy_that_asks_for_credentials(driver: BrowserDriver) -> None:
+async def test_a_proxy_that_asks_for_credentials(driver: BrowserDriver) -> None:  # noqa: F811
     proxy = FakeProxy(credentials=f"ada:{PASSWORD}")
     async with serving(proxy) as server:
         given = {"server": server, "username": "ada", "password": PASSWORD}
@@ -127,7 +114,7 @@ async def test_a_proxy_that_asks_for_credentials(driver: BrowserDriver) -> None:
     assert refused.code is ErrorCode.NAVIGATION_FAILED and "proxy.username" in (refused.hint or ""), refused
 
 
-async def test_a_proxy_that_is_not_there(driver: BrowserDriver) -> None:
+async def test_a_proxy_that_is_not_there(driver: BrowserDriver) -> None:  # noqa: F811
     async with serving(FakeProxy()) as server:
         pass  # closed again: nothing answers there now
     gone = await driver.error("scrape.page", url=SITE, proxy={"server": server}, timeoutMs=5000)
@@ -143,7 +130,7 @@ async def test_a_proxy_that_is_not_there(driver: BrowserDriver) -> None:
         await driver.call("browser.sessions", action="close", sessionId="via")
 
 
-async def test_a_session_lists_its_proxy_and_never_its_password(driver: BrowserDriver) -> None:
+async def test_a_session_lists_its_proxy_and_never_its_password(driver: BrowserDriver) -> None:  # noqa: F811
     proxy = FakeProxy(credentials=f"ada:{PASSWORD}")
     async with serving(proxy) as server:
         given = {"server": server, "username": "ada", "password": PASSWORD, "bypass": "localhost"}
