@@ -12,13 +12,13 @@ from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 def check_capacity(settings: Settings, registry: SandboxRegistry, caller: Caller) -> None:
     """SANDBOX_LIMIT_REACHED when the server, or this caller, has no room for one more sandbox;
     QUOTA_EXCEEDED when it would take the caller past their memory or CPU total."""
-    if len(registry) >= settings.max_sandboxes:
+    if registry.count() >= settings.max_sandboxes:
         raise BoxwrightError(
             ErrorCode.SANDBOX_LIMIT_REACHED,
             f"this server runs its maximum of {settings.max_sandboxes} sandboxes",
             details={"limit": settings.max_sandboxes, "scope": "server"},
         )
-    mine = len(registry.owned_by(caller))
+    mine = registry.count(caller.owner)
     if mine >= settings.max_sandboxes_per_owner:
         raise BoxwrightError(
             ErrorCode.SANDBOX_LIMIT_REACHED,

@@ -170,14 +170,15 @@ class SandboxManager:
         ttl = ttl_seconds(s, ttl_s)
         workspace = limits.workspace_mb(s, workspace_mb)
         network = network or NetworkPolicy(mode=s.network)
-        # Before anything starts: a caller may not allowlist internal addresses without the operator's say.
-        await complete_policy(self.backend, s, network.mode, network.allowHosts)
+        place = self.registry.hold_place(caller.owner)  # counted by concurrent creates from here on
         started = time.monotonic()
         self._begin_create()
         try:
+            # Before anything starts: a caller may not allowlist internal addresses without the operator's say.
+            await complete_policy(self.backend, s, network.mode, network.allowHosts)
             rec = None
             if self.pool.serves(network, workspace):
-                rec = await self.pool.claim(caller, name=name, ttl_s=ttl, job=job)
+                rec = await self.pool.claim(caller, place, name=name, ttl_s=ttl, job=job)
             if rec is None:
                 if (room := self.pool.make_room()) is not None:  # the pool counts against max_sandboxes
                     await self.pool.discard(room, "making room for a live sandbox under the server's maximum")
@@ -186,11 +187,12 @@ class SandboxManager:
                 )
                 if not self.registry.claim(rec.id):  # pragma: no cover - fresh random id
                     raise BoxwrightError(ErrorCode.SANDBOX_START_FAILED, "sandbox id collision; retry")
-                self.registry.add(rec)  # reserves the slot against concurrent creates
+                self.registry.add(rec, place)
                 await self.start_container(rec, deadline or Deadline.after(s.startup_timeout), step)
             else:
                 await step(CREATE_STEPS, "ready (from the warm pool)")
         finally:
+            self.registry.free_place(place)
             self._end_create()
         if job is None:
             self.registry.make_default(caller, rec.id)

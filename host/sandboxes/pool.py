@@ -49,6 +49,7 @@ from host.backends.hardening import NORMAL_CPU_SHARES
 from host.sandboxes import limits
 from host.sandboxes.models import Caller, SandboxRecord, SandboxStatus
 from host.sandboxes.overlay import Overlay
+from host.sandboxes.registry import Place
 from rpc import methods
 from rpc.auth import token_sha256
 from rpc.deadline import Deadline
@@ -118,9 +119,11 @@ class WarmPool:
         self._wake.set()
 
     # -- claim -------------------------------------------------------------------------------
-    async def claim(self, caller: Caller, *, name: str | None, ttl_s: int, job: str | None) -> SandboxRecord | None:
-        """A pooled sandbox made `caller`'s (added to the registry), or None when the pool has none that
-        passes its claim — then the caller starts one cold."""
+    async def claim(
+        self, caller: Caller, place: Place, *, name: str | None, ttl_s: int, job: str | None
+    ) -> SandboxRecord | None:
+        """A pooled sandbox made `caller`'s (added to the registry in the `place` its create holds), or None
+        when the pool has none that passes its claim — then the caller starts one cold."""
         image_id = await self.current_image_id() if self._ready else None
         while self._ready:
             pooled = self._ready.pop(0)
@@ -139,13 +142,13 @@ class WarmPool:
                 continue
             self._raise_weight(pooled)
             try:
-                return await self._hand_over(pooled, caller, name=name, ttl_s=ttl_s, job=job)
+                return await self._hand_over(pooled, caller, place, name=name, ttl_s=ttl_s, job=job)
             except BoxwrightError as exc:
                 log.warning("pooled sandbox %s failed its claim (%s): replaced", pooled.id, exc.code.value)
         return None
 
     async def _hand_over(
-        self, pooled: SandboxRecord, caller: Caller, *, name: str | None, ttl_s: int, job: str | None
+        self, pooled: SandboxRecord, caller: Caller, place: Place, *, name: str | None, ttl_s: int, job: str | None
     ) -> SandboxRecord:
         now = datetime.now(UTC).replace(microsecond=0)
         rec = SandboxRecord(
@@ -168,7 +171,7 @@ class WarmPool:
         assert pooled.endpoint is not None
         rec.endpoint = AgentEndpoint(pooled.endpoint.base_url, rec.token)
         registry = self.manager.registry
-        registry.add(rec)  # before any await: reserves the caller's slot against concurrent creates
+        registry.add(rec, place)
         try:
             # Saved first: should this server die right after the agent took the new token, the next one
             # must know it (if it dies before, the next finds the pool's token refused and removes it).

@@ -25,10 +25,10 @@ def _mib(n: int) -> str:
 
 def check_quota(settings: Settings, registry: SandboxRegistry, caller: Caller) -> None:
     """QUOTA_EXCEEDED when one more sandbox (of the server's size) would take the caller past a total."""
-    mine = registry.owned_by(caller)
+    mine = registry.count(caller.owner)
     if settings.max_memory_per_owner is not None:
         limit, each = size_bytes(settings.max_memory_per_owner), size_bytes(settings.mem_limit)
-        used = each * len(mine)
+        used = each * mine
         if used + each > limit:
             raise BoxwrightError(
                 ErrorCode.QUOTA_EXCEEDED,
@@ -37,7 +37,7 @@ def check_quota(settings: Settings, registry: SandboxRegistry, caller: Caller) -
                 details={"resource": "memory", "limitBytes": limit, "usedBytes": used, "requestedBytes": each},
             )
     if settings.max_cpus_per_owner is not None:
-        used_cpus = settings.cpus * len(mine)
+        used_cpus = settings.cpus * mine
         if used_cpus + settings.cpus > settings.max_cpus_per_owner + 1e-9:
             raise BoxwrightError(
                 ErrorCode.QUOTA_EXCEEDED,

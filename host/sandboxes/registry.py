@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord
@@ -17,15 +18,46 @@ from rpc.errors import BoxwrightError, ErrorCode
 TOMBSTONES = 256
 
 
+@dataclass(eq=False)
+class Place:
+    """A sandbox being created, from the capacity check to the create's end. Creates wait on the engine,
+    the pool and the network guard before their record exists, so concurrent creates count each other's
+    places — without them every one would pass the check. A place stands for its record once there is
+    one, and counts again if that record goes before the create ends (a pooled sandbox failing its claim)."""
+
+    owner: str
+    sandbox_id: str | None = None
+
+
 class SandboxRegistry:
     def __init__(self, locks: OwnershipLocks) -> None:
         self.locks = locks
         self._records: dict[str, SandboxRecord] = {}
         self._defaults: dict[tuple[str, str | None], str] = {}  # (owner, session) -> sandbox id
         self._destroyed: OrderedDict[str, str] = OrderedDict()  # sandbox id -> owner
+        self._places: list[Place] = []
 
     def __len__(self) -> int:
         return len(self._records)
+
+    def count(self, owner: str | None = None) -> int:
+        """Sandboxes (of `owner`, or all) against the limits: the records and the places of creates
+        whose record does not exist (yet, or any more)."""
+        waiting = (p for p in self._places if p.sandbox_id not in self._records)
+        if owner is None:
+            return len(self._records) + sum(1 for _ in waiting)
+        mine = sum(1 for r in self._records.values() if r.owner == owner)
+        return mine + sum(1 for p in waiting if p.owner == owner)
+
+    def hold_place(self, owner: str) -> Place:
+        place = Place(owner)
+        self._places.append(place)
+        return place
+
+    def free_place(self, place: Place) -> None:
+        """The create ended; freeing twice is harmless."""
+        if place in self._places:
+            self._places.remove(place)
 
     def __iter__(self) -> Iterator[SandboxRecord]:
         return iter(list(self._records.values()))
@@ -43,9 +75,11 @@ class SandboxRegistry:
         if sandbox_id not in self._records:
             self.locks.release(sandbox_id)
 
-    def add(self, rec: SandboxRecord) -> None:
-        """Manage `rec` (its lock is claimed)."""
+    def add(self, rec: SandboxRecord, place: Place | None = None) -> None:
+        """Manage `rec` (its lock is claimed); the place its create held becomes the record."""
         self._records[rec.id] = rec
+        if place is not None:
+            place.sandbox_id = rec.id
 
     def hand_over(self) -> None:
         """Stop managing everything but leave the sandboxes be: the next server adopts them."""

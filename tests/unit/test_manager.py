@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import anyio
 import pytest
 
 from host import labels
@@ -119,6 +120,40 @@ async def test_limits_per_owner_and_per_server(host_settings: Settings, fake: Fa
     finally:
         await m.close()
     assert fake.list_sandboxes("unit") == []  # a graceful stop destroys what the manager made
+
+
+async def test_concurrent_creates_count_each_other(host_settings: Settings, fake: FakeBackend) -> None:
+    """A create waits on the engine and the network guard before its record exists: creates sent at once
+    must still see each other against the limits (they all passed the check before)."""
+    settings = host_settings.replace(max_sandboxes=3, max_sandboxes_per_owner=1)
+    m = SandboxManager(settings, fake)
+    await m.start()
+    try:
+        outcomes: list[SandboxRecord | BoxwrightError] = []
+
+        async def create(caller: Caller) -> None:
+            try:
+                outcomes.append(await m.create(caller))
+            except BoxwrightError as exc:
+                outcomes.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(create, ALICE)
+        made = [o for o in outcomes if isinstance(o, SandboxRecord)]
+        refused = [o for o in outcomes if isinstance(o, BoxwrightError)]
+        assert len(made) == 1 and len(m.registry.owned_by(ALICE)) == 1
+        assert [(e.code, e.details["scope"]) for e in refused] == [(ErrorCode.SANDBOX_LIMIT_REACHED, "owner")] * 2
+        # The server's total too, and a refused create's place is free again afterwards.
+        outcomes.clear()
+        async with anyio.create_task_group() as tg:
+            for owner in ("bob", "carol", "dave"):
+                tg.start_soon(create, Caller(owner=owner, session="s1"))
+        assert sum(isinstance(o, SandboxRecord) for o in outcomes) == 2 and m.registry.count() == 3
+        assert [e.details["scope"] for e in outcomes if isinstance(e, BoxwrightError)] == ["server"]
+    finally:
+        await m.close()
+    assert fake.list_sandboxes("unit") == []
 
 
 async def test_ttl_is_capped_and_expires(sandbox_manager: SandboxManager, fake: FakeBackend) -> None:
