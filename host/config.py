@@ -157,6 +157,12 @@ class Settings(EnvSettings):
         description="Trust level of HTTP callers (stdio callers are local); runs inherit it, and `local` also "
         "allows browser_evaluate",
     )
+    max_sessions_per_owner: int = Field(
+        100,
+        ge=1,
+        description="Open MCP sessions of one owner over HTTP (clients of the 2025-11-25 protocol keep one each); "
+        "one more is refused (503) until one ends or idles out",
+    )
     # Template runs.
     run_retention: int = Field(
         24 * 3600, ge=1, description="Seconds a finished template run's result and artifacts are kept after it ends"

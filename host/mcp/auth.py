@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rpc.auth import bearer_token, token_sha256
@@ -24,6 +26,7 @@ from rpc.errors import BoxwrightError, ErrorCode, unauthorized
 TOKEN_HINT = "send one 'Authorization: Bearer <token>' header (create a token with `boxwright token add`)"
 OWNER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
 OWNER_SCOPE_KEY = "boxwright.owner"  # set by BearerAuthMiddleware on every request it lets through
+USER_SCOPE_KEY = "user"  # the same owner as the SDK reads it: it binds each MCP session to its creator
 LOCAL_OWNER = "local"
 
 
@@ -107,14 +110,16 @@ class BearerAuthMiddleware:
         opened = opened or (scope["type"] in ("http", "websocket") and path.startswith(self.open_prefixes))
         if scope["type"] == "lifespan" or opened:
             scope.pop(OWNER_SCOPE_KEY, None)
+            scope.pop(USER_SCOPE_KEY, None)
             await self.app(scope, receive, send)
             return
         if scope["type"] != "http":  # websockets other than the open routes: not part of this server
             await send({"type": "websocket.close", "code": 1008})
             return
         scope.pop(OWNER_SCOPE_KEY, None)  # only this middleware names the owner
+        scope.pop(USER_SCOPE_KEY, None)
         try:
-            scope[OWNER_SCOPE_KEY] = verified_owner(self.tokens, scope.get("headers") or [])
+            owner = verified_owner(self.tokens, scope.get("headers") or [])
         except BoxwrightError as refused:
             body = refused.to_body().model_dump_json().encode()
             await send(
@@ -126,4 +131,12 @@ class BearerAuthMiddleware:
             )
             await send({"type": "http.response.body", "body": body})
             return
+        scope[OWNER_SCOPE_KEY] = owner
+        scope[USER_SCOPE_KEY] = sdk_user(owner)
         await self.app(scope, receive, send)
+
+
+def sdk_user(owner: str) -> AuthenticatedUser:
+    """The owner as the SDK's session manager compares callers (host.mcp.sessions). It carries no token:
+    nothing downstream needs one, and the owner is the principal."""
+    return AuthenticatedUser(AccessToken(token="", client_id=owner, scopes=[]))

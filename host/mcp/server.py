@@ -26,6 +26,7 @@ from host.mcp.hosts import is_loopback, transport_security
 from host.mcp.registry import ToolSpec, build_tool
 from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
 from host.mcp.resources import register_resources
+from host.mcp.sessions import limit_sessions_per_owner
 from host.mcp.tools import browser, code, files, profiles, sandbox, scrape, templates
 from host.sandboxes.models import Caller
 from host.services import Services
@@ -128,6 +129,7 @@ def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) ->
         max_request_body_size=MAX_REQUEST_BYTES,
     )
     give_each_session_its_own_events(server.session_manager, EventLog())
+    limit_sessions_per_owner(server.session_manager, settings.max_sessions_per_owner)
 
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__})

@@ -1,6 +1,7 @@
 """The HTTP server's edges, probed with raw requests (no MCP client in between): one parse of the
-credentials (a duplicated or malformed Authorization header is a 401, never a fallback owner) and
-Host/Origin checks (DNS rebinding) for every address the server may be bound to."""
+credentials (a duplicated or malformed Authorization header is a 401, never a fallback owner),
+Host/Origin checks (DNS rebinding) for every address the server may be bound to, and MCP sessions
+bound to the owner who opened them, so many per owner."""
 
 from __future__ import annotations
 
@@ -24,19 +25,32 @@ INITIALIZE = json.dumps(
 
 def post(host: str, port: int, headers: list[tuple[str, str]], *, host_header: str | None = None) -> int:
     """POST an MCP initialize with exactly these headers (repeats kept); returns the status."""
+    return request(host, port, headers, host_header=host_header)[0]
+
+
+def request(
+    host: str,
+    port: int,
+    headers: list[tuple[str, str]],
+    *,
+    method: str = "POST",
+    body: bytes | None = INITIALIZE,
+    host_header: str | None = None,
+) -> tuple[int, http.client.HTTPMessage, bytes]:
+    """One request with exactly these headers (repeats kept): status, headers, body."""
     conn = http.client.HTTPConnection(host, port, timeout=30)
     try:
-        conn.putrequest("POST", "/mcp", skip_host=True, skip_accept_encoding=True)
+        conn.putrequest(method, "/mcp", skip_host=True, skip_accept_encoding=True)
         conn.putheader("Host", host_header or f"{host}:{port}")
-        conn.putheader("Content-Type", "application/json")
         conn.putheader("Accept", "application/json, text/event-stream")
-        conn.putheader("Content-Length", str(len(INITIALIZE)))
+        if body is not None:
+            conn.putheader("Content-Type", "application/json")
+            conn.putheader("Content-Length", str(len(body)))
         for name, value in headers:
             conn.putheader(name, value)
-        conn.endheaders(INITIALIZE)
+        conn.endheaders(body)
         response = conn.getresponse()
-        response.read()
-        return response.status
+        return response.status, response.headers, response.read()
     finally:
         conn.close()
 
@@ -94,3 +108,57 @@ def test_allowed_hosts_are_configurable(anonymous_env: dict, tmp_path: Path) -> 
     with pytest.raises(RuntimeError) as refused:
         HttpServer(anonymous_env, tmp_path / "bad.log", ["--allowed-host", "http://mcp.example.org/"])
     assert "allowed host 'http://mcp.example.org/' is not a host name" in str(refused.value)
+
+
+def open_session(port: int, token: str) -> str:
+    status, headers, _ = request("127.0.0.1", port, [("Authorization", f"Bearer {token}")])
+    assert status == 200 and headers["mcp-session-id"], status
+    return headers["mcp-session-id"]
+
+
+def on_session(port: int, token: str, session: str, method: str, **extra: str) -> tuple[int, bytes]:
+    """A request on an open session (protocol 2025-11-25): tools/list for POST, the stream for GET."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode() if method == "POST" else None
+    headers = [
+        ("Authorization", f"Bearer {token}"),
+        ("Mcp-Session-Id", session),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+    ]
+    status, _, answer = request("127.0.0.1", port, headers + list(extra.items()), method=method, body=body)
+    return status, answer
+
+
+def test_a_session_answers_only_the_owner_who_opened_it(http_server: HttpServer, tokens: dict) -> None:
+    """Another owner holding the session id gets what an unknown session gets (404): no call on it, no
+    replay of its stream (Last-Event-ID), no ending it; the owner's session goes on."""
+    port, alice, bob = http_server.port, tokens["alice"], tokens["bob"]
+    session = open_session(port, alice)
+    assert on_session(port, alice, session, "POST")[0] == 200
+    unknown = on_session(port, bob, "f" * 32, "POST")
+    assert unknown[0] == 404
+    assert on_session(port, bob, session, "POST") == unknown
+    assert on_session(port, bob, session, "GET", **{"Last-Event-ID": "1"})[0] == 404
+    assert on_session(port, bob, session, "DELETE")[0] == 404
+    status, answer = on_session(port, alice, session, "POST")
+    assert status == 200 and b"sandbox_create" in answer
+    assert on_session(port, alice, session, "DELETE")[0] == 200
+    assert on_session(port, alice, session, "POST")[0] == 404
+
+
+def test_one_owner_cannot_hold_every_session(server_env: dict, tokens: dict, tmp_path: Path) -> None:
+    """BOXWRIGHT_MAX_SESSIONS_PER_OWNER: past it the owner is refused a new session (503) while another
+    owner still opens one; ending a session makes room again."""
+    env = own_env(server_env, "sessions", tmp_path / "state", BOXWRIGHT_MAX_SESSIONS_PER_OWNER="2")
+    env["XDG_CONFIG_HOME"] = server_env["XDG_CONFIG_HOME"]  # the tokens of alice and bob
+    server = HttpServer(env, tmp_path / "server.log")
+    try:
+        alice = [open_session(server.port, tokens["alice"]) for _ in range(2)]
+        status, _, answer = request("127.0.0.1", server.port, [("Authorization", f"Bearer {tokens['alice']}")])
+        assert status == 503 and b"Too many open sessions" in answer
+        open_session(server.port, tokens["bob"])
+        assert on_session(server.port, tokens["alice"], alice[0], "DELETE")[0] == 200
+        open_session(server.port, tokens["alice"])
+        assert "refusing owner alice a new MCP session: 2 open (limit 2)" in server.log()
+        assert tokens["alice"] not in server.log()
+    finally:
+        server.stop()
