@@ -327,6 +327,13 @@ async def _server_html(response: Response, url: str) -> str | None:
     body = await _body(response, url, "HTML")
     if body is None:
         return None
+    # Chromium hands a document over decoded, as UTF-8, whatever charset the server sent it in (Shift_JIS,
+    # GBK, Latin-1 alike: its own reading of header, <meta> and bytes); decoding it again by the header's
+    # charset turned such a page into nonsense. Only bytes that are not UTF-8 fall back to the header.
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
     charset = re.search(r"charset=([\w.:-]+)", response.headers.get("content-type", ""), re.IGNORECASE)
     try:
         return body.decode(charset.group(1) if charset else "utf-8", errors="replace")

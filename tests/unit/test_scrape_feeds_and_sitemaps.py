@@ -59,12 +59,24 @@ BOMB_FEED += "</item></channel></rss>"
 def _serve(body: str | bytes, ctype: str) -> Any:
     async def handler(_request: web.Request) -> web.Response:
         data = body.encode() if isinstance(body, str) else body
-        return web.Response(body=data, content_type=ctype)
+        return web.Response(body=data, headers={"Content-Type": ctype})
 
     return handler
 
 
+LATIN_RSS = """<?xml version="1.0" encoding="iso-8859-1"?>
+<rss version="2.0"><channel><title>Crème brûlée</title><link>/</link><description>Pâtisserie</description>
+<item><title>Façon grand-mère</title><link>/posts/1</link><description>Une crème à la vanille.</description></item>
+</channel></rss>"""
+SJIS_RSS = """<?xml version="1.0" encoding="Shift_JIS"?>
+<rss version="2.0"><channel><title>日本語のフィード</title><link>/</link><description>説明</description>
+<item><title>最初の記事</title><link>/posts/1</link><description>本文はここにあります。</description></item>
+</channel></rss>"""
+
 ROUTES = {
+    "/latin-rss": _serve(LATIN_RSS.encode("iso-8859-1"), "application/rss+xml"),
+    "/sjis-rss": _serve(SJIS_RSS.encode("shift_jis"), "application/rss+xml; charset=shift_jis"),
+    "/latin.xml.gz": _serve(gzip.compress(LATIN_RSS.encode("iso-8859-1")), "application/gzip"),
     "/rss": _serve(RSS, "application/rss+xml"),
     "/rss.xml": _serve(RSS, "text/xml"),
     "/atom": _serve(ATOM, "application/atom+xml"),
@@ -136,6 +148,18 @@ async def test_an_rss_feed_reads_as_its_entries(scraper: BrowserDriver, feeds: s
     first = await scrape(scraper, f"{feeds}/rss", maxChars=120)
     rest = await scrape(scraper, f"{feeds}/rss", offset=first["nextOffset"])
     assert first["truncated"] and first["markdown"] + rest["markdown"] == whole and first["totalChars"] == len(whole)
+
+
+async def test_a_feed_in_another_charset_reads_as_written(scraper: BrowserDriver, feeds: str) -> None:  # noqa: F811
+    """The XML names its encoding; the browser hands the file over already decoded, and a gzipped one comes
+    as the server's bytes: each is read in the encoding it is in."""
+    for path, title, entry in (
+        ("/latin-rss", "Crème brûlée", "## [Façon grand-mère]"),
+        ("/latin.xml.gz", "Crème brûlée", "Une crème à la vanille."),
+        ("/sjis-rss", "日本語のフィード", "本文はここにあります。"),
+    ):
+        md = await scrape(scraper, f"{feeds}{path}")
+        assert md["title"] == title and entry in md["markdown"], md["markdown"][:200]
 
 
 async def test_an_atom_feed(scraper: BrowserDriver, feeds: str) -> None:  # noqa: F811

@@ -165,7 +165,26 @@ ROUTES: dict[str, Any] = {
     ),
     "/more": lambda _r: html(MORE),  # browser.scrape (test_browser_scrape): content a click adds
     "/pic.png": lambda _r: web.Response(body=base64.b64decode(PNG_1X1), content_type="image/png"),
+    "/charset/{name}": lambda r: encoded(r.match_info["name"]),
 }
+
+CHARSETS = {  # a page in each, the charset named by the header or only by a <meta>
+    "shift_jis": ("日本語のページ", "日本語の本文はここにあります。"),
+    "gbk": ("中文页面", "这是一个用中文写的段落。"),
+    "euc-kr": ("한국어 페이지", "한국어로 쓴 문단입니다."),
+    "iso-8859-1": ("Café crème", "Une crème brûlée à la façon de grand-mère."),
+    "meta-shift_jis": ("日本語のページ", "メタだけが文字コードを言います。"),
+}
+
+
+def encoded(name: str) -> web.Response:
+    title, text = CHARSETS[name]
+    charset = name.removeprefix("meta-")
+    meta = f'<meta charset="{charset}">' if name.startswith("meta-") else ""
+    page = f"<!doctype html><html><head>{meta}<title>{title}</title></head><body><main><h1>{title}</h1>"
+    page += f"<p>{text}</p>" * 3 + "</main></body></html>"
+    content_type = "text/html" + ("" if meta else f"; charset={charset}")
+    return web.Response(body=page.encode(charset), headers={"Content-Type": content_type})
 
 
 def _async(make: Any) -> Any:
@@ -462,6 +481,18 @@ async def test_a_frameset_page_reads_as_its_frames(scraper: BrowserDriver, pages
     unasked = await scrape(scraper, f"{pages}/frameset")
     assert unasked["markdown"] == main["markdown"] and unasked["iframes"] == 2
     assert f"{pages}/more" in (await scrape(scraper, f"{pages}/frameset", format="links"))["links"]
+
+
+@pytest.mark.parametrize("name", sorted(CHARSETS))
+async def test_a_page_in_any_charset_reads_as_the_browser_shows_it(
+    scraper: BrowserDriver, pages: str, name: str
+) -> None:
+    """Chromium hands the document over already decoded (UTF-8) whatever the server sent: read as such, a
+    Shift_JIS, GBK or EUC-KR page comes out as it reads, not decoded a second time into nonsense."""
+    title, text = CHARSETS[name]
+    for fmt in ("markdown", "html"):
+        page = await scrape(scraper, f"{pages}/charset/{name}", format=fmt)
+        assert page["title"] == title and text in page[fmt], page[fmt][:300]
 
 
 async def test_http_errors_are_returned_with_the_page(scraper: BrowserDriver, pages: str) -> None:
