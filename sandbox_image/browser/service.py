@@ -31,6 +31,8 @@ from sandbox_image.dispatcher import Handler
 
 P = TypeVar("P", bound=TabParams)
 R = TypeVar("R", bound=Result)
+# An operation that ends in one of these may have left a navigation waiting (Tab.stop_waiting_navigation).
+TIMEOUT_CODES = frozenset({ErrorCode.NAVIGATION_TIMEOUT, ErrorCode.OPERATION_TIMEOUT})
 Operation = Callable[[Tab, P, Budget], Awaitable[R]]
 
 
@@ -67,7 +69,12 @@ class BrowserService:
             try:
                 await tab.ensure_page()
                 return await operation(tab, params, budget)
+            except BoxwrightError as exc:
+                if exc.code in TIMEOUT_CODES:
+                    await tab.stop_waiting_navigation()
+                raise
             except PlaywrightTimeoutError:
+                await tab.stop_waiting_navigation()
                 raise BoxwrightError(
                     ErrorCode.OPERATION_TIMEOUT,
                     f"{name} did not finish within {budget.total_ms} ms",

@@ -51,6 +51,8 @@ MAX_TRACKED_REQUESTS = 2000
 STATE_EVENT_GRACE_S = 0.5
 # A page's "close" event also comes before a browser disconnect; wait this long before deciding which.
 CLOSE_DECISION_S = 0.25
+# Stopping a navigation that waits for its document (Tab.stop_waiting_navigation) answers at once.
+STOP_S = 2.0
 
 
 def now_iso() -> str:
@@ -91,6 +93,7 @@ class Tab:
         self.inflight: dict[Request, float] = {}
         self.last_network_activity = time.monotonic()
         self.navigation_requests = 0
+        self.navigating: Request | None = None  # the main frame's navigation while its answer has not come
         self.error_pages = 0  # Chromium error pages the main frame has shown (a failed navigation's)
         self.main_status: int | None = None  # HTTP status of the main document, when it came over HTTP
         self.dismiss_dialogs = False  # dismiss dialogs at once instead of waiting for browser.handle_dialog (scrape)
@@ -178,6 +181,7 @@ class Tab:
         try:
             if request.is_navigation_request() and request.frame is page.main_frame:
                 self.navigation_requests += 1
+                self.navigating = request
         except PlaywrightError:  # service-worker requests have no frame
             pass
 
@@ -185,6 +189,8 @@ class Tab:
         if page is self.page:
             self.inflight.pop(request, None)
             self.last_network_activity = time.monotonic()
+            if request is self.navigating:
+                self.navigating = None
 
     def _on_request_failed(self, page: Page, request: Request) -> None:
         if page is not self.page:
@@ -199,6 +205,8 @@ class Tab:
         if page is not self.page:
             return
         request = response.request
+        if request is self.navigating:
+            self.navigating = None
         try:
             if request.is_navigation_request() and request.frame is page.main_frame:
                 self.main_status = response.status
@@ -234,6 +242,7 @@ class Tab:
         self.dialogs.clear()
         self._dialog_opened.clear()
         self.inflight.clear()
+        self.navigating = None
         self.main_status = None
         self._title = ""
         self.refs.advance()
@@ -316,6 +325,23 @@ class Tab:
                 await self.await_state_event(STATE_EVENT_GRACE_S)
                 self.check(dialogs_ok=True)
             raise
+
+    async def stop_waiting_navigation(self) -> None:
+        """After a timeout: stop a navigation of the main frame still waiting for its document, as the
+        browser's Stop button does. While one waits Playwright runs nothing on the page (every snapshot,
+        script or screenshot waits for the new document), so a site that never answers left the tab
+        stuck until it was closed; stopped, the tab shows the page it showed before."""
+        page = self.page
+        if self.navigating is None or page is None or self.closed or self.crashed:
+            return
+        self.navigating = None
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            async with asyncio.timeout(STOP_S):
+                cdp = await page.context.new_cdp_session(page)
+                try:
+                    await cdp.send("Page.stopLoading")
+                finally:
+                    await quietly(cdp.detach())
 
     async def await_state_event(self, grace_s: float) -> None:
         """After a "target closed/aborted" error, give the crash/close/disconnect event time to land."""

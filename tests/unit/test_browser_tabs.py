@@ -205,13 +205,38 @@ async def test_connection_refused_fails_fast(browser: BrowserDriver, sid: str) -
 
 
 async def test_never_finishing_page_times_out(browser: BrowserDriver, site: Site, sid: str) -> None:
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
     started = time.monotonic()
     error = await browser.error("browser.goto", sessionId=sid, url=site.url("/never"), timeoutMs=1000)
     elapsed = time.monotonic() - started
     assert error.code is ErrorCode.NAVIGATION_TIMEOUT and 0.9 < elapsed < 2.5
-    # The tab is still usable afterwards.
+    # The navigation that never got its answer was stopped: the tab shows the page it showed, and every
+    # operation works on it at once (they all waited for the new document, until their own timeouts).
+    started = time.monotonic()
+    shown = await browser.call("browser.snapshot", sessionId=sid, timeoutMs=5000)
+    assert shown["url"] == site.url("/login") and "Sign in" in shown["text"]
+    href = await browser.call("browser.evaluate", sessionId=sid, expression="location.href", timeoutMs=5000)
+    assert href["value"] == site.url("/login")
+    assert (await browser.call("browser.screenshot", sessionId=sid, timeoutMs=5000))["title"] == "Login"
+    assert time.monotonic() - started < 3
     ok = await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
     assert ok["title"] == "Index"
+    back = await browser.call("browser.back", sessionId=sid)
+    assert back["url"] == site.url("/login")
+
+
+async def test_a_link_that_never_answers_stops_one_timeout_later(browser: BrowserDriver, site: Site, sid: str) -> None:
+    """A navigation a click started (not one of ours to time out): the first operation that times out
+    waiting for its document stops it, and the tab works again."""
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
+    await browser.call(
+        "browser.evaluate", sessionId=sid, expression=f"setTimeout(() => location.href = {site.url('/never')!r}, 200)"
+    )
+    await asyncio.sleep(0.6)
+    stuck = await browser.error("browser.snapshot", sessionId=sid, timeoutMs=1000)
+    assert stuck.code is ErrorCode.OPERATION_TIMEOUT
+    shown = await browser.call("browser.snapshot", sessionId=sid, timeoutMs=3000)
+    assert shown["url"] == site.url("/login")
 
 
 async def test_timeout_follows_the_deadline(browser: BrowserDriver, site: Site, sid: str) -> None:
