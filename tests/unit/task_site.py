@@ -39,6 +39,11 @@ LOGIN_FORM = """<main><h1>Sign in</h1><form action="/login" method="post">
 <button type="submit" id="go">Sign in</button></form></main>"""
 
 
+GET_LOGIN_FORM = """<main><h1>Sign in</h1><form action="/welcome" method="get">
+<label>User <input name="user"></label> <label>Password <input name="pw" type="password"></label>
+<button type="submit">Sign in</button></form></main>"""
+
+
 class TaskSite:
     def __init__(self) -> None:
         self.base = ""
@@ -95,6 +100,14 @@ class TaskSite:
         self.sessions.add(sid)
         raise web.HTTPFound("/account", headers={"Set-Cookie": f"sid={sid}; Path=/; HttpOnly"})
 
+    async def get_login_form(self, _request: web.Request) -> web.Response:
+        return page("Login", GET_LOGIN_FORM)
+
+    async def welcome(self, request: web.Request) -> web.Response:
+        """A careless site: the form is sent in the address, and the title greets the user by name."""
+        user = html.escape(request.query.get("user", ""))
+        return page(f"Welcome {user} ({html.escape(request.query.get('pw', ''))})", "<h1>Welcome back</h1>")
+
     async def account(self, request: web.Request) -> web.Response:
         if request.cookies.get("sid") in self.sessions:
             return page("Account", f'<h1 id="hello">Welcome back</h1><p>{html.escape("alice")}</p>')
@@ -113,6 +126,8 @@ async def serve() -> AsyncIterator[TaskSite]:
     app.router.add_get("/login", site.login_form)
     app.router.add_post("/login", site.login)
     app.router.add_get("/account", site.account)
+    app.router.add_get("/get-login", site.get_login_form)
+    app.router.add_get("/welcome", site.welcome)
     runner = web.AppRunner(app, shutdown_timeout=0.5)
     await runner.setup()
     tcp = web.TCPSite(runner, "127.0.0.1", 0)

@@ -340,6 +340,26 @@ async def test_wrong_password_fails_atomically_and_never_shows_it(
         assert wrong not in text
 
 
+async def test_field_values_never_come_back_in_the_address_or_title(agent: BrowserDriver, site: TaskSite) -> None:
+    """A site that sends its login form in the address (GET) and greets by name: the run's finalUrl and
+    title carry the values, as typed and as the form encoded them — masked, like its errors."""
+    secret = "Open Sesame/42"
+    inputs = {
+        "loginUrl": site.url("/get-login"),
+        "fields": [{"label": "User", "value": "alice.example"}, {"label": "Password", "value": secret}],
+        "success": {"textPresent": "Welcome back"},
+    }
+    status = await finish(agent, await start(agent, "login_keep_session", inputs))
+    assert status["status"] == "succeeded", status["error"]
+    result = status["result"]
+    assert result["finalUrl"].startswith(site.url("/welcome?user=")) and result["title"].startswith("Welcome ")
+    artifacts = [(await read_artifact(agent, status["runId"], a["artifactId"])).decode() for a in status["artifacts"]]
+    for text in (json.dumps(status), *artifacts):
+        for value in (secret, "Open+Sesame%2F42", "Open%20Sesame%2F42", "alice.example"):
+            assert value not in text, value
+    await agent.call("browser.sessions", action="close", sessionId=result["sessionId"])
+
+
 async def test_trust_level_and_existing_sessions(agent: BrowserDriver, site: TaskSite) -> None:
     """A run in a named session leaves it open; a template's trust levels are checked on the agent too."""
     await agent.call("browser.sessions", action="create", sessionId="mine")

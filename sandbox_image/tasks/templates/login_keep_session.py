@@ -4,7 +4,8 @@ Steps: open, one fill per field, submit, verify; the first failure ends the run 
 failed, never partial_success) and the steps after it are skipped. On success the session stays
 open with the logged-in tab active (its sandbox is kept by the host); on failure a session the run
 created is closed. Field values are never echoed: step names use selectors and labels, and any value
-found in an error message is replaced by a mask before it is stored.
+found in an error message, or in the final address and title (a form sent by GET puts the values in the
+address; a site may greet the user by name), is replaced by a mask before it is stored.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from functools import partial
+from urllib.parse import quote, quote_plus
 
 from rpc.errors import BoxwrightError
 from rpc.models.tasks import ResultSummary
@@ -37,20 +39,24 @@ def plan(inputs: LoginInputs) -> list[str]:
 
 
 def _secrets(inputs: LoginInputs) -> list[str]:
-    found = {f.value for f in inputs.fields if f.value and (f.secret or len(f.value) >= MIN_MASKED_LENGTH)}
+    """Each value as typed and as a form or an address encodes it (a GET form's values land in the URL)."""
+    values = {f.value for f in inputs.fields if f.value and (f.secret or len(f.value) >= MIN_MASKED_LENGTH)}
+    found = values | {quote_plus(v) for v in values} | {quote(v, safe="") for v in values}
     return sorted(found, key=len, reverse=True)  # longest first: a value inside another is masked with it
+
+
+def mask(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, PASSWORD_MASK)
+    return text
 
 
 def scrub(error: BoxwrightError, secrets: list[str]) -> BoxwrightError:
     """The error with every field value replaced by a mask, in its message, hint and details."""
-
-    def clean(text: str) -> str:
-        for secret in secrets:
-            text = text.replace(secret, PASSWORD_MASK)
-        return text
-
+    clean = partial(mask, secrets=secrets)
     details = json.loads(clean(json.dumps(dict(error.details), ensure_ascii=False)))
-    return BoxwrightError(error.code, clean(error.message), hint=clean(error.hint), details=details)
+    hint = clean(error.hint) if error.hint else error.hint
+    return BoxwrightError(error.code, clean(error.message), hint=hint, details=details)
 
 
 async def execute(ctx: RunContext[LoginInputs]) -> None:
@@ -76,7 +82,7 @@ async def execute(ctx: RunContext[LoginInputs]) -> None:
     async def verify() -> None:
         assert tab is not None
         await browser.verify(tab, inputs.success, inputs.verifyTimeoutMs)
-        ctx.notes["finalUrl"], ctx.notes["title"] = tab.url, await tab.title()
+        ctx.notes["finalUrl"], ctx.notes["title"] = mask(tab.url, secrets), mask(await tab.title(), secrets)
 
     async def guarded(body: Callable[[], Awaitable[None]]) -> None:
         try:
