@@ -140,6 +140,9 @@ class SandboxManager:
     def default_id(self, caller: Caller) -> str | None:
         return self.registry.default_id(caller)
 
+    def implicit_id(self, caller: Caller) -> str | None:
+        return self.registry.implicit_id(caller)
+
     def resolve(self, caller: Caller, sandbox_id: str | None) -> SandboxRecord:
         """An explicit id, else the session's default sandbox, else the owner's only sandbox."""
         return self.registry.resolve(caller, sandbox_id)

@@ -125,18 +125,27 @@ class SandboxRegistry:
         # Another owner's sandbox is reported exactly like a missing one: existence is not leaked.
         raise BoxwrightError(ErrorCode.SANDBOX_NOT_FOUND, f"no sandbox {sandbox_id}", details={"sandboxId": sandbox_id})
 
+    def _yours(self, caller: Caller) -> list[SandboxRecord]:
+        """The sandboxes a call may pick without an id: a throw-away sandbox of a running job is counted
+        in the owner's limits but is not theirs to act on by default."""
+        return [r for r in self.owned_by(caller) if r.job is None]
+
+    def implicit_id(self, caller: Caller) -> str | None:
+        """The sandbox a call without sandboxId acts on, if there is exactly one (as `resolve` picks it)."""
+        default = self.default_id(caller)
+        if default:
+            return default
+        mine = self._yours(caller)
+        return mine[0].id if len(mine) == 1 else None
+
     def resolve(self, caller: Caller, sandbox_id: str | None) -> SandboxRecord:
         """An explicit id, else the session's default sandbox, else the owner's only sandbox."""
         if sandbox_id:
             return self.get(caller, sandbox_id)
-        default = self.default_id(caller)
-        if default:
-            return self._records[default]
-        # A throw-away sandbox of a running job is counted in the owner's limits but is not theirs to
-        # act on by default.
-        mine = [r for r in self.owned_by(caller) if r.job is None]
-        if len(mine) == 1:
-            return mine[0]
+        implicit = self.implicit_id(caller)
+        if implicit:
+            return self._records[implicit]
+        mine = self._yours(caller)
         if not mine:
             raise BoxwrightError(ErrorCode.NO_DEFAULT_SANDBOX, "no sandbox yet: this call needs one")
         raise BoxwrightError(

@@ -423,8 +423,11 @@ async def test_a_job_sandbox_is_never_picked_by_default(sandbox_manager: Sandbox
     with pytest.raises(Exception, match="no sandbox yet"):
         sandbox_manager.resolve(caller, None)  # the owner's only sandbox, but not theirs to act on
     assert sandbox_manager.resolve(caller, job.id) is job  # by its id it is theirs
+    assert sandbox_manager.implicit_id(caller) is None  # nor is it listed as the default (sandbox_list)
     mine = await sandbox_manager.create(caller)
-    assert sandbox_manager.resolve(Caller(owner="alice", session="other"), None) is mine
+    other_session = Caller(owner="alice", session="other")
+    assert sandbox_manager.resolve(other_session, None) is mine
+    assert sandbox_manager.implicit_id(other_session) == mine.id  # listed as the one a call would use
 
 
 async def test_a_sync_wait_that_runs_out_names_the_run(services: Services, site: TaskSite) -> None:

@@ -138,7 +138,7 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
         return ToolOutput(result, f"sandbox_destroy ok: {rec.id}", sandbox_id=rec.id)
 
     def state_result(tool: str, rec: SandboxRecord, changed: bool, caller: Caller) -> ToolOutput:
-        view = rec.view(is_default=manager.default_id(caller) == rec.id).model_dump()
+        view = rec.view(is_default=manager.implicit_id(caller) == rec.id).model_dump()
         result = SandboxStateResult(**view, changed=changed)
         note = "" if changed else f" (already {rec.status.value})"
         return ToolOutput(result, f"{tool} ok: {rec.id} {rec.status.value}{note}", sandbox_id=rec.id)
@@ -153,15 +153,13 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
 
     async def keepalive(inv: Invocation[SandboxKeepaliveArgs]) -> ToolOutput:
         rec = await manager.keepalive(inv.caller, inv.args.sandboxId, inv.args.ttlSeconds)
-        view = rec.view(is_default=manager.default_id(inv.caller) == rec.id).model_dump()
+        view = rec.view(is_default=manager.implicit_id(inv.caller) == rec.id).model_dump()
         result = SandboxKeepaliveResult(**view, maxExpiresAt=iso(manager.max_expiry(rec)))
         return ToolOutput(result, f"sandbox_keepalive ok: {rec.id} expires {result.expiresAt}", sandbox_id=rec.id)
 
     async def list_(inv: Invocation[SandboxListArgs]) -> ToolOutput:
-        default = manager.default_id(inv.caller)
+        default = manager.implicit_id(inv.caller)  # what a call without sandboxId would act on
         mine = manager.list(inv.caller)
-        if default is None and len(mine) == 1:
-            default = mine[0].id
         views = [r.view(is_default=r.id == default) for r in mine]
         return ToolOutput(
             SandboxListResult(sandboxes=views, defaultSandboxId=default), f"sandbox_list ok: {len(views)} sandboxes"
