@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from rpc.models.base import Params, Result
 
@@ -16,6 +16,10 @@ DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
 # Per stream and call; stdout and stderr at this cap, each sent twice (structuredContent and the
 # text block), still fit one MCP message. More output: write it to a file and read it in parts.
 MAX_OUTPUT_BYTES = 1024 * 1024
+# Linux refuses to start a program (E2BIG) when one "NAME=value" string, with its NUL, exceeds
+# MAX_ARG_STRLEN (32 pages), or when argv plus environment exceed a quarter of the stack limit.
+MAX_ENV_STRING_BYTES = 128 * 1024 - 1
+MAX_ENV_TOTAL_BYTES = 1024 * 1024
 
 
 class CodeRunParams(Params):
@@ -40,6 +44,27 @@ class CodeRunParams(Params):
         le=MAX_OUTPUT_BYTES,
         description="Cap per stream; beyond it the middle is cut and truncated=true",
     )
+
+    @field_validator("env")
+    @classmethod
+    def _env_fits_exec(cls, env: dict[str, str]) -> dict[str, str]:
+        """Refuse what execve would refuse with E2BIG, before anything runs (never echoing a value)."""
+        total = 0
+        for name, value in env.items():
+            size = len(f"{name}={value}".encode("utf-8", "surrogatepass"))
+            if size > MAX_ENV_STRING_BYTES:
+                shown = name if len(name) <= 64 else name[:64] + "…"
+                raise ValueError(
+                    f"variable {shown!r} is {size} bytes as NAME=value; at most {MAX_ENV_STRING_BYTES} bytes each "
+                    "(pass large data in a file or stdin instead)"
+                )
+            total += size + 1
+        if total > MAX_ENV_TOTAL_BYTES:
+            raise ValueError(
+                f"the variables total {total} bytes; at most {MAX_ENV_TOTAL_BYTES} bytes "
+                "(pass large data in a file or stdin instead)"
+            )
+        return env
 
 
 class CodeRunResult(Result):

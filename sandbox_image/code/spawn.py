@@ -8,6 +8,7 @@ the run hang. With our own pipes, `wait()` returns when the main process exits.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import shutil
 import subprocess
@@ -146,6 +147,14 @@ async def spawn(
             raise process_limit(f"could not start {os.path.basename(argv[0])}") from None
         if isinstance(exc, RuntimeError):
             raise
+        if exc.errno == errno.E2BIG:  # the caller's env (or arguments) is too big to exec: not a broken image
+            raise invalid_parameter(
+                "env",
+                "too large to start a program",
+                message=f"could not start {os.path.basename(argv[0])}: the environment and arguments are too large",
+                hint="shorten env (each NAME=value at most 128 KiB, all of them together well under 1 MiB); "
+                "pass large data in a file or stdin instead",
+            ) from None
         raise BoxwrightError(
             ErrorCode.EXECUTION_ERROR,
             f"could not start {os.path.basename(argv[0])}: {exc.strerror}",

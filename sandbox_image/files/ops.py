@@ -39,6 +39,7 @@ from sandbox_image.utf8 import complete_prefix_len, ends_inside_sequence, is_con
 
 _ATTEMPTS = 3  # re-resolve when the final component is swapped for a symlink under our feet
 _NEW_FILE_MODE = 0o666  # minus umask; the agent runs with 0002 so the runner (group sandbox) can edit
+_TMP_PREFIX_BYTES = 180  # of the target's name in its temp name; with the suffix well under NAME_MAX (255 bytes)
 
 
 def _not_regular(rel: str, st: os.stat_result) -> BoxwrightError:
@@ -57,6 +58,20 @@ def _check_target_is_file(target: Target) -> None:
         raise BoxwrightError(ErrorCode.NOT_A_FILE, f"{target.rel!r} is a directory", details={"path": target.rel})
     if target.stat is not None and not stat.S_ISREG(target.stat.st_mode):
         raise _not_regular(target.rel, target.stat)
+
+
+def _refuse_directory_syntax(path: str) -> None:
+    """A path ending in '/' (or '/.') names a directory, as in POSIX; the walk drops empty and '.'
+    components, so without this 'file/' would read the file and 'new/' would create a file 'new'."""
+    split_relative(path)  # NUL, absolute and escaping paths keep their own errors
+    if path.rsplit("/", 1)[-1] in ("", "."):
+        shown = printable(path)
+        raise BoxwrightError(
+            ErrorCode.NOT_A_FILE,
+            f"{shown!r} ends in '/', so it names a directory, not a file",
+            hint="name the file without the trailing '/' (file_list shows what a directory holds)",
+            details={"path": shown},
+        )
 
 
 def _changing(path: str) -> BoxwrightError:
@@ -187,6 +202,7 @@ class OpenedRead:
 def open_read(ws: Workspace, params: FileReadParams) -> OpenedRead:
     """Walk, open and check the file (metadata syscalls only); the caller must `finish()` it."""
     path = fs_path(params)
+    _refuse_directory_syntax(path)
     try:
         fd, rel = _open_for_read(ws, path)
         try:
@@ -255,6 +271,9 @@ def _fsync_dir(dir_fd: int) -> None:
 
 
 def _append(target: Target, data: bytes) -> int:
+    """All or nothing: a failed append (a full disk part-way) is cut off again, so a retry cannot
+    duplicate data; a file this call created is removed. Best effort: another writer appending at the
+    same moment loses what it appended during the failed call."""
     assert target.name is not None
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     fd = os.open(target.name, flags, _NEW_FILE_MODE, dir_fd=target.dir_fd)
@@ -262,17 +281,47 @@ def _append(target: Target, data: bytes) -> int:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _not_regular(target.rel, st)
-        _write_all(fd, data)
-        os.fsync(fd)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        except BaseException:
+            _undo_append(target, fd, st)
+            raise
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
 
 
+def _undo_append(target: Target, fd: int, before: os.stat_result) -> None:
+    """Truncate back to the size before the append; unlink the file if this call created it (and it is still ours)."""
+    assert target.name is not None
+    with suppress(OSError):
+        if os.fstat(fd).st_size != before.st_size:
+            os.ftruncate(fd, before.st_size)
+    if target.stat is None and before.st_size == 0:
+        with suppress(OSError):
+            now = os.stat(target.name, dir_fd=target.dir_fd, follow_symlinks=False)
+            if (now.st_dev, now.st_ino) == (before.st_dev, before.st_ino) and now.st_size == 0:
+                os.unlink(target.name, dir_fd=target.dir_fd)
+
+
+def _tmp_name(name: str) -> str:
+    """A hidden temp name next to `name`, its length bounded in bytes on disk (NAME_MAX is 255 bytes,
+    which may be only 63 characters), cut between characters, never inside one."""
+    kept: list[str] = []
+    used = 0
+    for char in name:
+        used += len(os.fsencode(char))  # an undecodable byte (surrogateescape) counts as one
+        if used > _TMP_PREFIX_BYTES:
+            break
+        kept.append(char)
+    return f".{''.join(kept)}.{secrets.token_hex(6)}.boxwright-tmp"
+
+
 def _replace(target: Target, data: bytes) -> int:
     """Atomic replace: temp file in the same directory, fsync, rename over, fsync the directory."""
     assert target.name is not None
-    tmp = f".{target.name[:180]}.{secrets.token_hex(6)}.boxwright-tmp"
+    tmp = _tmp_name(target.name)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp, flags, _NEW_FILE_MODE, dir_fd=target.dir_fd)
     try:
@@ -292,12 +341,27 @@ def _replace(target: Target, data: bytes) -> int:
     return len(data)
 
 
+def _remove_dirs(ws: Workspace, rels: list[str]) -> None:
+    """Best effort: take away (innermost first) the empty directories a failed write made for itself."""
+    for rel in reversed(rels):
+        parent, _, name = rel.rpartition("/")
+        with suppress(OSError, BoxwrightError):
+            fd, _ = _open_listed_dir(ws, parent or ".")
+            try:
+                os.rmdir(name, dir_fd=fd)  # only if still empty; never follows a symlink put there
+            finally:
+                os.close(fd)
+
+
 def write_file(ws: Workspace, params: FileWriteParams) -> FileWriteResult:
     data = decode_content(params)
     path = fs_path(params)
+    _refuse_directory_syntax(path)
+    made_dirs: list[str] = []
     try:
         for _ in range(_ATTEMPTS):
             with ws.locate(path, create_parents=params.createParents) as target:
+                made_dirs += target.created
                 _check_target_is_file(target)
                 created = target.stat is None
                 try:
@@ -307,9 +371,13 @@ def write_file(ws: Workspace, params: FileWriteParams) -> FileWriteResult:
                         continue
                     raise
                 return FileWriteResult(**wire_path(target.rel), size=size, created=created)
+        raise _changing(printable(path))
     except OSError as exc:
+        _remove_dirs(ws, made_dirs)
         raise os_error(exc, printable(path)) from None
-    raise _changing(printable(path))
+    except BaseException:
+        _remove_dirs(ws, made_dirs)
+        raise
 
 
 # ---------------------------------------------------------------- list

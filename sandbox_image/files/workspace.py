@@ -16,7 +16,7 @@ import os
 import stat
 from collections import deque
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 
 from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
@@ -105,12 +105,15 @@ class Target:
 
     `stat` is the lstat of the entry (never a symlink: those were followed), None when it does
     not exist. `rel` is the canonical workspace-relative path ('.' for the root). Owns `dir_fd`.
+    `created` lists the directories the walk made (create_parents), outermost first, so a failed
+    write can take them away again.
     """
 
     dir_fd: int
     name: str | None
     rel: str
     stat: os.stat_result | None
+    created: list[str] = field(default_factory=list)
 
     def close(self) -> None:
         if self.dir_fd >= 0:
@@ -156,6 +159,7 @@ class Workspace:
         stack: list[tuple[str, int]] = []  # directories below the root: (name, O_PATH fd)
         links = steps = 0
         via_link: str | None = None  # the last symlink followed, for clearer errors
+        created: list[str] = []  # workspace-relative directories made by this walk
 
         def cur() -> int:
             return stack[-1][1] if stack else root_fd
@@ -185,7 +189,7 @@ class Workspace:
                     fd = os.open(name, _PATH_FLAGS, dir_fd=cur())
                 except FileNotFoundError:
                     if last:
-                        return Target(os.dup(cur()), name, rel(name), None)
+                        return Target(os.dup(cur()), name, rel(name), None, created)
                     if not create_parents:
                         raise BoxwrightError(
                             ErrorCode.FILE_NOT_FOUND,
@@ -194,6 +198,7 @@ class Workspace:
                         ) from None
                     with suppress(FileExistsError):
                         os.mkdir(name, 0o775, dir_fd=cur())
+                        created.append(rel(name))
                     parts.appendleft(name)  # look again at whatever is there now
                     continue
                 try:
@@ -215,7 +220,7 @@ class Workspace:
                         parts.extendleft(reversed(remainder))
                         continue
                     if last:
-                        return Target(os.dup(cur()), name, rel(name), st)
+                        return Target(os.dup(cur()), name, rel(name), st, created)
                     if not stat.S_ISDIR(st.st_mode):
                         raise BoxwrightError(
                             ErrorCode.NOT_A_DIRECTORY,
@@ -228,7 +233,7 @@ class Workspace:
                     if fd >= 0:
                         os.close(fd)
             # The path ends on a directory we hold (the root, or after '..' / a symlink to a directory).
-            return Target(os.dup(cur()), None, rel(), os.fstat(cur()))
+            return Target(os.dup(cur()), None, rel(), os.fstat(cur()), created)
         finally:
             drop_stack()
             os.close(root_fd)
