@@ -53,6 +53,8 @@ BACKSTOP_S = 15.0
 RETRY_PAUSE_S = 1.0
 # When the backstop fires, this long is spent asking the agent to stop and for what it finished.
 OVERRUN_WAIT_S = 10.0
+# A sandbox being removed under a run is asked this long for what the run finished.
+PARTIAL_WAIT_S = 5.0
 # Progress alone is saved at most this often (a run that dies with its server still shows how far it got).
 PROGRESS_SAVE_S = 1.0
 
@@ -158,6 +160,14 @@ class RunDriver:
         """Long-poll until the run ends; None when the host backstop ended it instead."""
         rec = live.record
         backstop = time.monotonic() + rec.timeout_ms / 1000 + AGENT_GRACE_S + BACKSTOP_S
+        live.following = True
+        try:
+            return await self._poll(live, status, backstop)
+        finally:
+            live.following = False
+
+    async def _poll(self, live: LiveRun, status: TaskStatus, backstop: float) -> TaskStatus | None:
+        rec = live.record
         while status.status not in TERMINAL_STATUSES:
             remaining = backstop - time.monotonic()
             if remaining <= 0:
@@ -183,9 +193,7 @@ class RunDriver:
         with anyio.move_on_after(OVERRUN_WAIT_S):
             try:
                 await self.cancel(live)
-                partial = await self._call(live, methods.TASK_STATUS, TaskStatusParams(runId=rec.run_id, partial=True))
-                if partial.result is not None:
-                    rec.result = partial.result.model_dump(mode="json")
+                await self.keep_partial(live)
             except BoxwrightError as exc:
                 log.info("run %s: no partial result from the agent (%s)", rec.run_id, exc.code.value)
         return BoxwrightError(
@@ -193,6 +201,20 @@ class RunDriver:
             f"run {rec.run_id} did not end within its timeout of {rec.timeout_ms} ms",
             details={"timeoutMs": rec.timeout_ms, "enforcedBy": "host"},
         )
+
+    async def keep_partial(self, live: LiveRun, sandbox: SandboxRecord | None = None) -> None:
+        """What the run finished so far, kept as its result (it is about to end without the agent's own).
+        `sandbox`: ask its agent directly — it is being removed, so no tool call may reach it any more."""
+        params = TaskStatusParams(runId=live.run_id, partial=True)
+        if sandbox is None:
+            partial = await self._call(live, methods.TASK_STATUS, params)
+        else:
+            assert sandbox.endpoint is not None
+            partial = await self.sandboxes.agent.call(
+                sandbox.endpoint, methods.TASK_STATUS, params, Deadline.after(PARTIAL_WAIT_S)
+            )
+        if partial.result is not None:
+            live.record.result = partial.result.model_dump(mode="json")
 
     async def _copy_artifacts(self, live: LiveRun, status: TaskStatus) -> list[ArtifactRef]:
         """Copy every artifact from the agent before the run is shown as ended, so get_artifact works as

@@ -20,6 +20,7 @@ class LiveRun:
     inputs: dict[str, Any] | None = field(repr=False)  # dropped as soon as the agent has them
     sandbox: SandboxRecord | None = None
     agent_started: bool = False  # task.start was accepted: a cancel goes to the agent
+    following: bool = False  # the driver is waiting for the agent to end it (RunDriver._follow)
     profile: Binding | None = None  # the session opened from the run's login profile
     saved_at: float = 0.0  # time.monotonic() of the last save of its record
     queue_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)

@@ -18,6 +18,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -32,10 +33,11 @@ from host.runs.records import RunRecord, now_ms, run_not_found
 from host.runs.store import RunStore
 from host.sandboxes.jobs import JobSandboxes
 from host.sandboxes.manager import SandboxManager
-from host.sandboxes.models import Caller
+from host.sandboxes.models import Caller, SandboxRecord
 from rpc import methods
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
+from rpc.methods import Method
 from rpc.models.browser import SessionsParams
 from rpc.models.tasks import (
     MAX_CONCURRENT_RUNS,
@@ -84,6 +86,26 @@ class RunManager:
         self._records: dict[str, RunRecord] = {}
         self._live: dict[str, LiveRun] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        sandboxes.listeners.append(self)
+
+    # -- SandboxManager listener -------------------------------------------------------------
+    def call_started(self, rec: SandboxRecord, method: Method[Any, Any], params: Any) -> None:
+        return None
+
+    def call_ended(self, rec: SandboxRecord, method: Method[Any, Any], params: Any) -> None:
+        return None
+
+    async def sandbox_removing(self, rec: SandboxRecord, *, reachable: bool) -> None:
+        """A sandbox going under a run (destroyed by its owner, its TTL, the idle timeout): what the run
+        finished is taken from the agent while it still answers, so the run, failed, keeps it as its
+        result. The run then ends with the call its driver had in flight (SANDBOX_NOT_FOUND, destroyed)."""
+        if not reachable or rec.endpoint is None:
+            return
+        for live in [live for live in self._live.values() if live.following and live.record.sandbox_id == rec.id]:
+            try:
+                await self.driver.keep_partial(live, rec)
+            except BoxwrightError as exc:
+                log.info("run %s: no partial result from its sandbox going away (%s)", live.run_id, exc.code.value)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def uses_sandbox(self, sandbox_id: str) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -68,6 +68,16 @@ class CallListener(Protocol):
     async def sandbox_removing(self, rec: SandboxRecord, *, reachable: bool) -> None:
         """`rec` is about to go; `reachable`: its agent may still answer (it was running or paused)."""
         ...
+
+
+def _destroyed_under_the_call(rec: SandboxRecord, details: Mapping[str, Any]) -> BoxwrightError:
+    """A call into a sandbox that is being removed (destroyed by its owner, its TTL, the idle timeout)."""
+    return BoxwrightError(
+        ErrorCode.SANDBOX_NOT_FOUND,
+        f"sandbox {rec.id} was destroyed while the call was in progress ({rec.removed_because})",
+        hint="call sandbox_create for a new sandbox",
+        details={**details, "reason": "destroyed"},
+    )
 
 
 def _boxwright_error_in(exc: BaseException) -> BoxwrightError | None:
@@ -384,6 +394,8 @@ class SandboxManager:
         (tools that want to say so call `wake` before)."""
         rec = self.resolve(caller, sandbox_id)
         await self.wake(caller, rec.id, deadline)
+        if rec.removed_because is not None:
+            raise _destroyed_under_the_call(rec, {"sandboxId": rec.id})
         # A sandbox paused behind our back is still tried (the status may be stale); it ends in RPC_TIMEOUT.
         if rec.status not in (SandboxStatus.RUNNING, SandboxStatus.PAUSED) or rec.endpoint is None:
             raise BoxwrightError(
@@ -424,6 +436,8 @@ class SandboxManager:
             raise failed from exc
 
     async def _diagnose(self, rec: SandboxRecord, exc: BoxwrightError) -> BoxwrightError:
+        if rec.removed_because is not None:  # removed under the call: its container may not be gone yet
+            return _destroyed_under_the_call(rec, exc.details)
         info = await anyio.to_thread.run_sync(self.backend.inspect, rec.container_id or "")
         if info is None:
             if rec.status is not SandboxStatus.DESTROYING:  # else a concurrent call's diagnosis is removing it
@@ -483,6 +497,7 @@ class SandboxManager:
     async def _remove(self, rec: SandboxRecord, reason: str, *, tombstone: bool = True) -> None:
         was_up = rec.status in (SandboxStatus.RUNNING, SandboxStatus.PAUSED)
         rec.status = SandboxStatus.DESTROYING
+        rec.removed_because = rec.removed_because or reason
         with anyio.CancelScope(shield=True):
             if self.listeners:  # told also of a sandbox that is gone already: they hold state for it
                 with anyio.move_on_after(REMOVING_GRACE_S):

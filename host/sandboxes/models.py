@@ -61,6 +61,7 @@ class SandboxRecord:
     pooled: bool = False
     paused_at: datetime | None = None  # when this server paused it (host.sandboxes.freezer)
     image_id: str = ""  # the id of the image its container runs ("": the backend cannot tell)
+    removed_because: str | None = None  # why it is being (or was) removed: calls still in it say so
 
     def attach(self, info: ContainerInfo) -> None:
         """Bind the record to its container (and, once the port is published, the agent's endpoint)."""

@@ -306,6 +306,26 @@ async def _done_at_least(mcp: Session, run_id: str, n: int) -> bool:
     return (await mcp.ok("get_task_run", {"runId": run_id}))["progress"]["doneSteps"] >= n
 
 
+async def test_a_run_whose_sandbox_is_destroyed_keeps_what_it_finished(services: Services, site: TaskSite) -> None:
+    """Its sandbox destroyed under it, a run ends failed saying so (not "agent unreachable … destroy the
+    sandbox"), with the pages it had read as its partial result."""
+    async with services.running(), client(services) as mcp:
+        sid = (await mcp.ok("sandbox_create"))["sandboxId"]
+        urls = [site.url(f"/slow/d{i}") for i in range(8)]
+        args = {"templateId": "batch_extract_pages", "sandboxId": sid, "inputs": {"urls": urls, "concurrency": 1}}
+        run = await mcp.ok("run_task_template", {**args, "options": {"mode": "async"}})
+        await until(lambda: _done_at_least(mcp, run["runId"], 2))
+        await mcp.ok("sandbox_destroy", {"sandboxId": sid})
+        ended = await finish(mcp, run["runId"])
+        assert ended["status"] == "failed"
+        error = ended["error"]
+        assert error["errorCode"] == "SANDBOX_NOT_FOUND" and error["details"]["reason"] == "destroyed"
+        assert "destroyed while" in error["error"] and "sandbox_create" in error["recoverHint"]
+        assert error["details"]["runId"] == run["runId"]
+        done = [i for i in ended["result"]["items"] if i["status"] == "succeeded"]
+        assert len(done) >= 2 and done[0]["url"] == urls[0] and done[0]["title"] == "Page d0"
+
+
 async def test_login_keeps_its_sandbox_and_session(services: Services, fake: FakeBackend, site: TaskSite) -> None:
     inputs = {
         "loginUrl": site.url("/login"),
