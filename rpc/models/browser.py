@@ -49,7 +49,7 @@ class TabResult(Result):
 
 # -- navigation -------------------------------------------------------------------------------
 class GotoParams(TabParams):
-    url: str = Field(min_length=1, max_length=8192, description="http(s), about:, data: or chrome: URL")
+    url: str = Field(min_length=1, max_length=8192, description="http(s), about: or data: URL")
     waitUntil: WaitUntil = Field("load", description="When navigation counts as done")
     timeoutMs: int = Field(DEFAULT_NAVIGATION_TIMEOUT_MS, ge=100, le=MAX_BROWSER_TIMEOUT_MS)
 
@@ -255,6 +255,19 @@ class TabsResult(Result):
 # A language tag as browsers take it (BCP 47: language, optional script, optional region), e.g. "de-DE", "fr",
 # "zh-Hans-CN", "es-419".
 Locale = Annotated[str, StringConstraints(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?$")]
+
+
+def port_error(url: str) -> str | None:
+    """What is wrong with the URL's port (beyond 65535, 0, not a number), or None: said before the browser
+    is asked, which answers with an internal message (and only after a sandbox was started for it)."""
+    try:
+        port = urlsplit(url.strip()).port
+    except ValueError as exc:  # "Port out of range 0-65535", "Port could not be cast to integer value as '8o'"
+        text = str(exc)
+        if "Port" not in text:
+            return None  # not a port's fault (e.g. a broken IPv6 literal): the caller's own checks judge it
+        return f"its port is not a number from 1 to 65535 ({text[:100]})"
+    return "its port is 0, which nothing listens on" if port == 0 else None
 
 
 def origin_of(url: str) -> str:

@@ -24,7 +24,8 @@ from sandbox_image.browser.urls import check_url, redact
 
 log = logging.getLogger("boxwright.agent.browser")
 
-# chrome://crash and friends abort the navigation a moment before the page's crash event arrives.
+# A renderer that dies during a navigation (out of memory, a crash) aborts it (ERR_ABORTED) a moment before
+# the page's crash event arrives: a probe this long tells that from an ordinary abort.
 CRASH_PROBE_S = 2.0
 # A failed navigation's error page commits a moment after the failure (Tab.error_page_since); the
 # failure waits this long for it at most (a failure without one, e.g. ERR_ABORTED, does not wait).

@@ -6,9 +6,14 @@ import re
 from urllib.parse import urlsplit
 
 from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.browser import port_error
 
 ERROR_PAGE = "chrome-error:"  # the URL of the page Chromium shows for a navigation that failed
-ALLOWED_SCHEMES = frozenset({"http", "https", "about", "data", "chrome"})
+# No chrome: (nor chrome-extension:, devtools:, chrome-untrusted:, which were never allowed): the browser's own
+# pages are debugging tools, and some break the tab — chrome://hang wedges it (every later call times out),
+# chrome://crash kills its renderer.
+ALLOWED_SCHEMES = frozenset({"http", "https", "about", "data"})
+INTERNAL_SCHEMES = frozenset({"chrome", "chrome-extension", "chrome-untrusted", "devtools", "chrome-search"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", re.DOTALL)
 _SERVE_FILES_HINT = (
     "the browser cannot open local files: serve them over HTTP instead, e.g. start `python3 -m http.server 8000` "
@@ -17,7 +22,8 @@ _SERVE_FILES_HINT = (
 
 
 def check_url(url: str, field: str = "url") -> str:
-    """The URL to navigate to, or INVALID_PARAMETER for anything outside http(s), about:, data:, chrome:."""
+    """The URL to navigate to, or INVALID_PARAMETER for anything outside http(s), about: and data: (or with a port
+    no server can have: Playwright would refuse it later with an internal message)."""
     url = url.strip()
     match = _SCHEME.match(url)
     if match is None or re.match(r"\d+(/|$)", match.group(2)):  # "example.com", "localhost:8000/x"
@@ -32,10 +38,29 @@ def check_url(url: str, field: str = "url") -> str:
         raise BoxwrightError(
             ErrorCode.INVALID_PARAMETER,
             f"{scheme}: URLs are not allowed in the sandbox browser",
-            hint=_SERVE_FILES_HINT if scheme == "file" else "use an http(s), about:, data: or chrome: URL",
+            hint=_hint_for(scheme),
             details={"field": field, "scheme": scheme, "allowedSchemes": sorted(ALLOWED_SCHEMES)},
         )
+    problem = port_error(url)
+    if problem is not None:
+        raise BoxwrightError(
+            ErrorCode.INVALID_PARAMETER,
+            f"{field} cannot be opened: {problem}",
+            hint="give a port from 1 to 65535, e.g. http://127.0.0.1:8000/, or none for the scheme's default",
+            details={"field": field},
+        )
     return url
+
+
+def _hint_for(scheme: str) -> str:
+    if scheme == "file":
+        return _SERVE_FILES_HINT
+    if scheme in INTERNAL_SCHEMES:
+        return (
+            f"{scheme}: pages are the browser's own and are not opened for callers (some hang or crash the tab); "
+            "use an http(s), about: or data: URL"
+        )
+    return "use an http(s), about: or data: URL"
 
 
 def redact(url: str) -> str:

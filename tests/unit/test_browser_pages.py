@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import re
 import time
 from typing import Any
 
 import pytest
 
-from rpc.errors import ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import MAX_FULL_PAGE_HEIGHT, PageContentResult, PageInfoResult, StabilityResult
 from sandbox_image.browser import stability
 from sandbox_image.browser.screenshot import png_size
@@ -84,6 +85,43 @@ async def test_dialogs_block_actions_until_handled(browser: BrowserDriver, site:
     assert result["value"] == "Ada"
     nothing = await browser.error("browser.handle_dialog", sessionId=sid)
     assert nothing.code is ErrorCode.EXECUTION_ERROR
+
+
+ALERT_LOOP = "data:text/html,<title>Nagging</title><script>setInterval(() => alert('again'), 50)</script>"
+
+
+async def test_goto_leaves_a_page_that_keeps_alerting(browser: BrowserDriver, site: Site, sid: str) -> None:
+    """Each answered alert is followed by the next one: handle_dialog alone never gets out, and goto used to
+    fail DIALOG_PENDING too (only closing the tab did). Going to another page leaves it, as a user would."""
+    with contextlib.suppress(BoxwrightError):  # the first alert may come before the load event
+        await browser.call("browser.goto", sessionId=sid, url=ALERT_LOOP)
+    await asyncio.sleep(0.2)
+    trapped = await browser.error("browser.snapshot", sessionId=sid)
+    assert trapped.code is ErrorCode.DIALOG_PENDING
+    await browser.call("browser.handle_dialog", sessionId=sid)
+    await asyncio.sleep(0.2)
+    assert (await browser.error("browser.snapshot", sessionId=sid)).code is ErrorCode.DIALOG_PENDING
+    left = await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
+    assert left["title"] == "Login" and left["url"] == site.url("/login")
+    await asyncio.sleep(0.2)  # no alert of the page left behind is still pending
+    assert "Sign in" in (await browser.call("browser.snapshot", sessionId=sid))["text"]
+    assert (await browser.error("browser.handle_dialog", sessionId=sid)).code is ErrorCode.EXECUTION_ERROR
+
+
+async def test_a_dialog_of_the_page_gone_to_still_stops_goto(browser: BrowserDriver, site: Site, sid: str) -> None:
+    """Leaving a page answers its dialogs, but the new page's own are the caller's: an alert while it loads
+    ends goto at once with DIALOG_PENDING (its load event waits for the answer), as before."""
+    with contextlib.suppress(BoxwrightError):
+        await browser.call("browser.goto", sessionId=sid, url=ALERT_LOOP)
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    alerting = "data:text/html,<title>Hello</title><script>alert('welcome')</script><p>after</p>"
+    opened = await browser.error("browser.goto", sessionId=sid, url=alerting, timeoutMs=10_000)
+    assert opened.code is ErrorCode.DIALOG_PENDING and opened.details["dialog"]["message"] == "welcome"
+    assert time.monotonic() - started < 3
+    await browser.call("browser.handle_dialog", sessionId=sid)
+    shown = await browser.call("browser.snapshot", sessionId=sid)
+    assert shown["title"] == "Hello" and "after" in shown["text"]
 
 
 async def test_console_and_failed_requests(browser: BrowserDriver, site: Site, sid: str) -> None:

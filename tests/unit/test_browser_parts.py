@@ -112,7 +112,7 @@ def test_parse_ref(selector: str, n: int | None) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["https://example.com/a?b=c", "http://127.0.0.1:8000/", "about:blank", "data:text/html,hi", "chrome://version"],
+    ["https://example.com/a?b=c", "http://127.0.0.1:8000/", "http://[::1]:65535/", "about:blank", "data:text/html,hi"],
 )
 def test_allowed_urls(url: str) -> None:
     assert check_url(url) == url
@@ -133,6 +133,32 @@ def test_refused_urls(url: str) -> None:
     with pytest.raises(BoxwrightError) as refused:
         check_url(url)
     assert refused.value.code is ErrorCode.INVALID_PARAMETER
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "chrome://hang",
+        "CHROME://crash",
+        "chrome-extension://abc/x.html",
+        "devtools://devtools/x",
+        "chrome-untrusted://x",
+    ],
+)
+def test_browser_internal_pages_are_refused(url: str) -> None:
+    """chrome://hang wedges the tab and chrome://crash kills it: the browser's own pages are not for callers."""
+    with pytest.raises(BoxwrightError) as refused:
+        check_url(url)
+    assert refused.value.code is ErrorCode.INVALID_PARAMETER and refused.value.hint
+    assert "chrome" not in refused.value.details["allowedSchemes"]
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/", "https://example.com:65536/x", "http://example.com:8o/"])
+def test_ports_out_of_range_are_refused_up_front(url: str) -> None:
+    with pytest.raises(BoxwrightError) as refused:
+        check_url(url)
+    assert refused.value.code is ErrorCode.INVALID_PARAMETER and "port" in refused.value.message
+    assert refused.value.hint and refused.value.details["field"] == "url"
 
 
 def test_redact_drops_queries_and_inline_documents() -> None:

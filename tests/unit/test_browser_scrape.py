@@ -89,6 +89,13 @@ async def test_reading_options(scraper: BrowserDriver, pages: str, sid: str) -> 
     assert "Cross origin words" not in (await read(scraper, sid, onlyMainContent=False))["markdown"]
 
 
+async def test_links_of_the_tab_include_open_shadow_roots(scraper: BrowserDriver, pages: str, sid: str) -> None:  # noqa: F811
+    await scraper.call("browser.goto", sessionId=sid, url=f"{pages}/shadow-links")
+    links = (await read(scraper, sid, format="links"))["links"]
+    assert links == [f"{pages}/first", f"{pages}/shadow/one", f"{pages}/shadow/two", f"{pages}/last"]
+    assert await evaluate(scraper, sid, LIVE_MARKS) == 0  # read from a clone: the live page has no marks
+
+
 async def test_a_text_document_is_its_text(scraper: BrowserDriver, pages: str, sid: str) -> None:  # noqa: F811
     await scraper.call("browser.goto", sessionId=sid, url=f"{pages}/text")
     out = await read(scraper, sid)

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
 import time
 
 import pytest
+from aiohttp import web
 
 from rpc.errors import ErrorCode
 from rpc.models.browser import MAX_SESSIONS, MAX_TABS_PER_SESSION
+from sandbox_image.browser.errors import PlaywrightError
 from tests.unit.browser_harness import BrowserDriver, Site, our_browser_pids
+from tests.unit.test_scrape_service import serve_routes
 
 pytestmark = pytest.mark.chromium  # launches the host's Chromium
 
@@ -185,6 +189,12 @@ async def test_refused_urls(browser: BrowserDriver, sid: str) -> None:
     for url in ("file:///etc/passwd", "javascript:alert(1)", "view-source:http://127.0.0.1/", "example.com"):
         error = await browser.error("browser.goto", sessionId=sid, url=url)
         assert error.code is ErrorCode.INVALID_PARAMETER, url
+    # The browser's own pages: chrome://hang wedged the tab (every later call timed out), chrome://crash killed it.
+    for url in ("chrome://hang", "chrome://crash", "devtools://devtools/bundled/inspector.html"):
+        error = await browser.error("browser.goto", sessionId=sid, url=url, timeoutMs=3000)
+        assert error.code is ErrorCode.INVALID_PARAMETER and error.hint, url
+    out_of_range = await browser.error("browser.goto", sessionId=sid, url="http://127.0.0.1:99999/")
+    assert out_of_range.code is ErrorCode.INVALID_PARAMETER and "port" in out_of_range.message
     file_error = await browser.error("browser.goto", sessionId=sid, url="FILE:///etc/passwd")
     assert "http.server" in file_error.hint
     before = (await browser.call("browser.tabs", sessionId=sid))["tabs"]
@@ -253,15 +263,42 @@ async def test_timeout_follows_the_deadline(browser: BrowserDriver, site: Site, 
     assert body["error"]["data"]["errorCode"] == ErrorCode.NAVIGATION_TIMEOUT
 
 
+async def crash_renderer(browser: BrowserDriver, sid: str, tab_id: str = "tab_1") -> None:
+    """Kill the tab's renderer as a crash would (CDP Page.crash; chrome://crash is refused to callers)."""
+    page = browser.service.sessions.get(sid).tab(tab_id).page
+    assert page is not None
+    cdp = await page.context.new_cdp_session(page)
+    with contextlib.suppress(TimeoutError, PlaywrightError):  # no answer comes, or "closed": the target is gone
+        await asyncio.wait_for(cdp.send("Page.crash"), 1)
+
+
 async def test_crashed_page_is_replaced(browser: BrowserDriver, site: Site, sid: str) -> None:
     await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
-    crashed = await browser.error("browser.goto", sessionId=sid, url="chrome://crash")
+    await crash_renderer(browser, sid)
+    crashed = await browser.error("browser.snapshot", sessionId=sid)
     assert crashed.code is ErrorCode.PAGE_CRASHED
     tabs = await browser.call("browser.tabs", sessionId=sid)
     assert [t["tabId"] for t in tabs["tabs"]] == ["tab_1"]
     again = await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
     assert again["tabId"] == "tab_1" and again["title"] == "Login"
     assert "Sign in" in (await browser.call("browser.snapshot", sessionId=sid))["text"]
+
+
+async def test_a_crash_during_a_navigation_is_a_crash(browser: BrowserDriver, site: Site, sid: str) -> None:
+    """The renderer dies while browser.goto waits for the page to load: PAGE_CRASHED at once, not a timeout.
+    (Chromium refuses Page.crash before the new document commits, so the page commits and then never loads.)"""
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
+    loading = f"<title>Loading</title><img src='{site.url('/never')}'>"  # the image never comes: no load event
+    async with serve_routes({"/loading": lambda _r: web.Response(text=loading, content_type="text/html")}) as base:
+        started = time.monotonic()
+        going = asyncio.ensure_future(
+            browser.error("browser.goto", sessionId=sid, url=f"{base}/loading", timeoutMs=20_000)
+        )
+        await asyncio.sleep(0.5)
+        await crash_renderer(browser, sid)
+        assert (await going).code is ErrorCode.PAGE_CRASHED and time.monotonic() - started < 5
+    again = await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
+    assert again["tabId"] == "tab_1" and again["title"] == "Login"
 
 
 async def test_browser_death_then_relaunch(browser: BrowserDriver, site: Site, sid: str) -> None:

@@ -105,6 +105,15 @@ card.innerHTML = '<p class="price">Price 420 euros</p><review-list></review-list
 const reviews = card.querySelector("review-list").attachShadow({{mode: "open"}});
 reviews.innerHTML = '<p class="review">A fine desk, five stars</p><a class="review" href="/r/1">All reviews</a>';
 </script></body></html>"""
+# Links on both sides of a web component's open shadow roots (one nested), one of them twice, one with a fragment.
+SHADOW_LINKS = """<!doctype html><html lang="en"><head><title>Shadow links</title></head><body>
+<nav><a href="/first">First</a></nav><main><h1>Links in components</h1><link-bar></link-bar>
+<p><a href="/last">Last</a></p></main>
+<script>
+const bar = document.querySelector("link-bar").attachShadow({mode: "open"});
+bar.innerHTML = '<a href="/shadow/one#top">One</a> <a href="/first">First again</a> <deep-links></deep-links>';
+bar.querySelector("deep-links").attachShadow({mode: "open"}).innerHTML = '<a href="shadow/two">Two</a>';
+</script></body></html>"""
 PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
 
@@ -160,6 +169,7 @@ ROUTES: dict[str, Any] = {
     "/frameset": lambda _r: html(FRAMESET),
     "/device": lambda _r: html(DEVICE),
     "/shadow": lambda _r: html(SHADOW),
+    "/shadow-links": lambda _r: html(SHADOW_LINKS),
     "/language": lambda r: html(
         LANGUAGE.format(header=r.headers.get("Accept-Language", "none"), agent=r.headers.get("User-Agent", "none"))
     ),
@@ -307,6 +317,23 @@ async def test_the_callers_selectors_reach_into_open_shadow_roots(scraper: Brows
     assert "Price 420 euros" in left and "five stars" not in left and "All reviews" not in left
     links = await scrape(scraper, f"{pages}/shadow", format="links", includeTags=["a.review"])
     assert links["links"] == [f"{pages}/r/1"]
+
+
+async def test_links_include_those_in_open_shadow_roots(scraper: BrowserDriver, pages: str) -> None:
+    """format links read the page's HTML without its shadow trees, so a web component's links were missing
+    (markdown had them): now in page order, absolute, without fragments, once each — as markdown shows them."""
+    expected = [f"{pages}/first", f"{pages}/shadow/one", f"{pages}/shadow/two", f"{pages}/last"]
+    assert (await scrape(scraper, f"{pages}/shadow-links", format="links"))["links"] == expected
+    assert (await scrape(scraper, f"{pages}/shadow", format="links"))["links"] == [f"{pages}/r/1"]
+    whole = (await scrape(scraper, f"{pages}/shadow-links", onlyMainContent=False))["markdown"]
+    assert [link for link in expected if f"({link}" in whole] == expected
+
+
+async def test_empty_selector_lists_read_the_page_as_without_them(scraper: BrowserDriver, pages: str) -> None:
+    links = await scrape(scraper, f"{pages}/article", format="links", includeTags=[], excludeTags=[])
+    assert links["links"] == (await scrape(scraper, f"{pages}/article", format="links"))["links"] != []
+    md = await scrape(scraper, f"{pages}/article", includeTags=[])
+    assert md["markdown"] == (await scrape(scraper, f"{pages}/article"))["markdown"] and md["mainContent"]
 
 
 async def test_long_text_is_read_in_parts(scraper: BrowserDriver, pages: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from rpc.models.scrape import MAX_SELECTORS, ScrapeRequest
+from rpc.models.scrape import MAX_SELECTORS, BrowserScrapeParams, ScrapeRequest
 from sandbox_image.scrape.dom import parse_html
 from sandbox_image.scrape.extract import extract_html
 from sandbox_image.scrape.tags import drop_matching, matching
@@ -69,3 +69,10 @@ def test_the_request_model_bounds_the_selectors(tags: list[str], field: str) -> 
     assert [".".join(map(str, e["loc"])) for e in raised.value.errors()] == [field]
     ok = ScrapeRequest(url=URL, includeTags=[" :is(h1, h2) "], excludeTags=["a::before"])
     assert ok.includeTags == [":is(h1, h2)"] and ok.excludeTags == ["a::before"]  # the browser judges these
+
+
+def test_empty_selector_lists_are_not_given() -> None:
+    """includeTags: [] used to select nothing (empty content) while the summary spoke of the whole page."""
+    for model in (ScrapeRequest(url=URL, includeTags=[], excludeTags=[]), BrowserScrapeParams(includeTags=[])):
+        assert model.includeTags is None and model.excludeTags is None
+    assert ScrapeRequest(url=URL, includeTags=[]).model_dump() == ScrapeRequest(url=URL).model_dump()

@@ -200,6 +200,7 @@ async def test_bad_inputs_open_nothing(services: Services, fake: FakeBackend, pa
         ({"url": "ftp://example.org/"}, "url"),
         ({"url": "file:///etc/passwd"}, "url"),
         ({"url": "javascript:alert(1)"}, "url"),
+        ({"url": "http://127.0.0.1:99999/"}, "url"),  # port out of range: refused here, not by the browser
         ({"url": page_url, "format": "pdf"}, "format"),
         ({"url": page_url, "waitFor": -1}, "waitFor"),
         ({"url": page_url, "waitFor": 60001}, "waitFor"),
