@@ -176,7 +176,7 @@ class RunDriver:
                 runId=rec.run_id, waitMs=int(min(STATUS_WAIT_MS, remaining * 1000)), afterVersion=status.version
             )
             try:
-                status = await self._call(live, methods.TASK_STATUS, params)
+                status = await self._call(live, methods.TASK_STATUS, params, wake=False)
             except BoxwrightError as exc:
                 if exc.code is not ErrorCode.RPC_TIMEOUT:
                     raise
@@ -298,9 +298,9 @@ class RunDriver:
         rec.elapsed_ms = status.metrics.elapsedMs
         return status.status, None
 
-    async def _call(self, live: LiveRun, method: Method[P, R], params: P) -> R:
+    async def _call(self, live: LiveRun, method: Method[P, R], params: P, *, wake: bool = True) -> R:
         _, result = await self.sandboxes.call(
-            live.caller, live.record.sandbox_id, method, params, rpc_deadline(method, params)
+            live.caller, live.record.sandbox_id, method, params, rpc_deadline(method, params), wake=wake
         )
         return result
 

@@ -388,12 +388,21 @@ class SandboxManager:
 
     # -- calls into a sandbox ----------------------------------------------------------------
     async def call(
-        self, caller: Caller, sandbox_id: str | None, method: Method[P, R], params: P, deadline: Deadline
+        self,
+        caller: Caller,
+        sandbox_id: str | None,
+        method: Method[P, R],
+        params: P,
+        deadline: Deadline,
+        *,
+        wake: bool = True,
     ) -> tuple[SandboxRecord, R]:
         """The method's result from the sandbox's agent; a sandbox this server paused is resumed first
-        (tools that want to say so call `wake` before)."""
+        (tools that want to say so call `wake` before) — unless `wake` is False: the server's own polling
+        (a run's status) must not undo a pause its owner asked for; such a call waits out RPC_TIMEOUT."""
         rec = self.resolve(caller, sandbox_id)
-        await self.wake(caller, rec.id, deadline)
+        if wake:
+            await self.wake(caller, rec.id, deadline)
         if rec.removed_because is not None:
             raise _destroyed_under_the_call(rec, {"sandboxId": rec.id})
         # A sandbox paused behind our back is still tried (the status may be stale); it ends in RPC_TIMEOUT.

@@ -432,6 +432,27 @@ async def test_host_backstop(
         assert ended["error"]["details"]["enforcedBy"] == "host"
 
 
+async def test_a_run_does_not_undo_its_owners_pause(
+    services: Services, fake: FakeBackend, site: TaskSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sandbox_pause force while a run works in the sandbox: the run's status polls (the server's own
+    calls, not the owner's) leave it paused; resumed, the run goes on to its end."""
+    monkeypatch.setattr(driver, "STATUS_WAIT_MS", 300)  # polls come often: each would have woken it
+    async with services.running(), client(services) as mcp:
+        sid = (await mcp.ok("sandbox_create"))["sandboxId"]
+        urls = [site.url(f"/slow/z{i}") for i in range(4)]
+        args = {"templateId": "batch_extract_pages", "sandboxId": sid, "inputs": {"urls": urls, "concurrency": 1}}
+        run = await mcp.ok("run_task_template", {**args, "options": {"mode": "async"}})
+        await until(lambda: _done_at_least(mcp, run["runId"], 1))
+        await mcp.ok("sandbox_pause", {"sandboxId": sid, "force": True})
+        await anyio.sleep(4)  # past several polls and their RPC timeout
+        listed = (await mcp.ok("sandbox_list"))["sandboxes"]
+        assert [s["status"] for s in listed] == ["paused"] and fake.container(sid).status == "paused"
+        assert (await mcp.ok("get_task_run", {"runId": run["runId"]}))["status"] == "running"
+        await mcp.ok("sandbox_resume", {"sandboxId": sid})
+        assert (await finish(mcp, run["runId"]))["status"] == "succeeded"
+
+
 async def _total_steps(mcp: Session, run_id: str) -> int:
     return int((await mcp.ok("get_task_run", {"runId": run_id}))["progress"]["totalSteps"])
 
