@@ -28,7 +28,7 @@ from host.profiles import ProfileSessions
 from host.runs.artifacts import ArtifactStore
 from host.runs.driver import RunDriver, canceled_before_start, rpc_deadline
 from host.runs.live import LiveRun
-from host.runs.queue import FifoSlots
+from host.runs.queue import RunSlots
 from host.runs.records import RunRecord, now_ms, run_not_found
 from host.runs.store import RunStore
 from host.sandboxes.jobs import JobSandboxes
@@ -81,7 +81,7 @@ class RunManager:
         self.catalog = catalog
         self.store = RunStore(settings.state_dir, settings.namespace)
         self.artifacts = ArtifactStore(self.store, settings.run_retention)
-        self.slots = FifoSlots(MAX_CONCURRENT_RUNS)
+        self.slots = RunSlots(MAX_CONCURRENT_RUNS)
         self.driver = RunDriver(sandboxes, self.jobs, self.store, self._publish, catalog, profiles=profiles)
         self._records: dict[str, RunRecord] = {}
         self._live: dict[str, LiveRun] = {}
@@ -344,7 +344,7 @@ class RunManager:
         rec = live.record
         try:
             with live.queue_scope:
-                await self.slots.acquire(rec.run_id)
+                await self.slots.acquire(rec.run_id, live.caller.owner)
             if rec.terminal:  # canceled while it waited
                 return
             try:
@@ -354,7 +354,7 @@ class RunManager:
                 self._publish(live, True)
                 await self.driver.execute(live)
             finally:
-                self.slots.release()
+                self.slots.release(live.caller.owner)
         except anyio.get_cancelled_exc_class():  # the server is stopping (nothing here awaits)
             if not rec.terminal:
                 rec.finish("failed", server_stopped(rec.status))

@@ -1,54 +1,74 @@
 """The global run queue (seed 000 §8.6, §10): at most maxConcurrentRuns runs execute at once, on this
-server, all owners together; the others wait and start strictly in the order they were submitted.
+server, all owners together; the others wait.
 
-A semaphore alone does not promise that order, so waiters queue here explicitly, and a slot freed
-while someone waits is handed straight to the first of them.
+Who goes next when a slot frees: the waiting run whose owner has the fewest runs executing, the
+earliest submitted among those — first come, first served for one owner, and an owner who queued
+many runs cannot keep the others waiting behind all of them (before, one owner's seven long runs
+held every slot and the queue's head until they ended).
+
+A semaphore alone does not promise an order, so waiters queue here explicitly, and a slot freed while
+someone waits is handed straight to the one chosen.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter
+from dataclasses import dataclass, field
 
 import anyio
 
 
-class FifoSlots:
+@dataclass(eq=False)
+class _Waiter:
+    key: str
+    owner: str
+    granted: anyio.Event = field(default_factory=anyio.Event)
+
+
+class RunSlots:
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.holders = 0
-        self._waiters: deque[tuple[str, anyio.Event]] = deque()
+        self.running: Counter[str] = Counter()  # owner -> runs holding a slot
+        self._waiters: list[_Waiter] = []  # in submission order
 
-    def position(self, key: str) -> int | None:
-        """How many runs wait ahead of `key` (None when it is not waiting)."""
-        for i, (waiting, _) in enumerate(self._waiters):
-            if waiting == key:
-                return i
-        return None
+    @property
+    def holders(self) -> int:
+        return self.running.total()
 
     @property
     def waiting(self) -> int:
         return len(self._waiters)
 
-    async def acquire(self, key: str) -> None:
-        """Wait for a slot, first come first served. Cancelling the wait leaves the queue cleanly (a
-        slot handed over at that very moment goes on to the next waiter)."""
+    def position(self, key: str) -> int | None:
+        """How many runs submitted before `key` still wait (None when it is not waiting)."""
+        for i, waiter in enumerate(self._waiters):
+            if waiter.key == key:
+                return i
+        return None
+
+    async def acquire(self, key: str, owner: str) -> None:
+        """Wait for a slot. Cancelling the wait leaves the queue cleanly (a slot handed over at that very
+        moment goes on to the next one chosen)."""
         if self.holders < self.limit and not self._waiters:
-            self.holders += 1
+            self.running[owner] += 1
             return
-        entry = (key, anyio.Event())
-        self._waiters.append(entry)
+        waiter = _Waiter(key, owner)
+        self._waiters.append(waiter)
         try:
-            await entry[1].wait()
+            await waiter.granted.wait()
         except BaseException:
-            if entry in self._waiters:
-                self._waiters.remove(entry)
-            elif entry[1].is_set():
-                self.release()
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+            elif waiter.granted.is_set():
+                self.release(owner)
             raise
 
-    def release(self) -> None:
+    def release(self, owner: str) -> None:
+        self.running[owner] -= 1
+        if self.running[owner] <= 0:
+            del self.running[owner]
         if self._waiters:
-            _, granted = self._waiters.popleft()
-            granted.set()  # the slot passes to the first waiter: holders stay the same
-        else:
-            self.holders -= 1
+            chosen = min(self._waiters, key=lambda w: self.running[w.owner])  # min keeps the earliest of a tie
+            self._waiters.remove(chosen)
+            self.running[chosen.owner] += 1
+            chosen.granted.set()

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from host.runs.artifacts import ArtifactStore
-from host.runs.queue import FifoSlots
+from host.runs.queue import RunSlots
 from host.runs.records import RunRecord, now_ms
 from host.runs.store import RunStore
 from rpc.errors import BoxwrightError, ErrorCode
@@ -123,17 +123,18 @@ def test_artifacts_are_owned_chunked_and_expire(tmp_path: Path) -> None:
 
 
 async def test_the_queue_is_first_come_first_served() -> None:
-    slots = FifoSlots(2)
+    """For one owner, strictly in the order submitted."""
+    slots = RunSlots(2)
     order: list[str] = []
     release = {k: anyio.Event() for k in "abcdef"}
 
     async def run(key: str) -> None:
-        await slots.acquire(key)
+        await slots.acquire(key, "alice")
         order.append(key)
         try:
             await release[key].wait()
         finally:
-            slots.release()
+            slots.release("alice")
 
     async with anyio.create_task_group() as tg:
         for key in "abcde":
@@ -142,7 +143,7 @@ async def test_the_queue_is_first_come_first_served() -> None:
         assert order == ["a", "b"] and slots.waiting == 3 and slots.position("e") == 2
         with anyio.CancelScope() as scope:  # a waiter that gives up leaves the line cleanly
             scope.cancel()
-            await slots.acquire("f")
+            await slots.acquire("f", "alice")
         assert slots.position("f") is None and slots.waiting == 3
         release["b"].set()
         await anyio.sleep(0.01)
@@ -150,3 +151,38 @@ async def test_the_queue_is_first_come_first_served() -> None:
         for key in "acde":
             release[key].set()
     assert order == ["a", "b", "c", "d", "e"] and slots.holders == 0 and slots.waiting == 0
+
+
+async def test_an_owner_with_many_runs_does_not_keep_the_others_waiting() -> None:
+    """A freed slot goes to the waiting run whose owner has the fewest running: mallory's queue of long
+    runs does not hold alice's one run behind all of them."""
+    slots = RunSlots(2)
+    order: list[str] = []
+    release = {k: anyio.Event() for k in ("m1", "m2", "m3", "m4", "a1", "b1")}
+
+    async def run(key: str) -> None:
+        owner = {"m": "mallory", "a": "alice", "b": "bob"}[key[0]]
+        await slots.acquire(key, owner)
+        order.append(key)
+        try:
+            await release[key].wait()
+        finally:
+            slots.release(owner)
+
+    async with anyio.create_task_group() as tg:
+        for key in ("m1", "m2", "m3", "m4", "a1", "b1"):
+            tg.start_soon(run, key)
+            await anyio.sleep(0.01)
+        assert order == ["m1", "m2"] and slots.running == {"mallory": 2}
+        release["m1"].set()
+        await anyio.sleep(0.01)
+        assert order[2] == "a1"  # not m3, submitted before it: mallory already runs one, alice none
+        release["m2"].set()
+        await anyio.sleep(0.01)
+        assert order[3] == "m3" and slots.running == {"alice": 1, "mallory": 1}  # a tie at none: the earliest
+        release["a1"].set()
+        await anyio.sleep(0.01)
+        assert order[4] == "b1"  # bob runs none, mallory one: bob before m4, submitted earlier
+        for key in release:
+            release[key].set()
+    assert order == ["m1", "m2", "a1", "m3", "b1", "m4"] and slots.holders == 0 and slots.waiting == 0
