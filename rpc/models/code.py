@@ -13,9 +13,12 @@ Language = Literal["python", "bash"]
 DEFAULT_CODE_TIMEOUT_MS = 30_000
 MAX_CODE_TIMEOUT_MS = 600_000
 DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
-# Per stream and call; stdout and stderr at this cap, each sent twice (structuredContent and the
-# text block), still fit one MCP message. More output: write it to a file and read it in parts.
+# Per stream and call. More output: write it to a file and read it in parts.
 MAX_OUTPUT_BYTES = 1024 * 1024
+# What one stream's text may take in a tool result (rpc.paging.result_size): both streams then fit one
+# MCP message. Ordinary output at the largest cap stays well under it; a flood of short lines, control
+# characters (\u0001: 6 + 7 bytes each) or invalid bytes has its middle cut further (truncated=true).
+MAX_OUTPUT_WIRE_BYTES = 2816 * 1024
 # Linux refuses to start a program (E2BIG) when one "NAME=value" string, with its NUL, exceeds
 # MAX_ARG_STRLEN (32 pages), or when argv plus environment exceed a quarter of the stack limit.
 MAX_ENV_STRING_BYTES = 128 * 1024 - 1

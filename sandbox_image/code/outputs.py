@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rpc.models.code import MAX_OUTPUT_WIRE_BYTES
+from rpc.paging import head_and_tail, result_size
 from sandbox_image.utf8 import complete_prefix_len
 
 
@@ -33,16 +35,25 @@ class CappedBuffer:
 
     @property
     def truncated(self) -> bool:
-        return self.total > self.cap
+        return self.total > self.cap or self._squeezed
+
+    _squeezed = False  # text() cut more than the cap, for the text to fit MAX_OUTPUT_WIRE_BYTES in a result
 
     def text(self) -> str:
         """The captured output as text (UTF-8, invalid bytes replaced), with a marker where bytes were cut."""
-        if not self.truncated:
-            return (bytes(self._head) + bytes(self._tail)).decode("utf-8", "replace")
-        tail = bytes(self._tail[-self._tail_cap :])
-        dropped = self.total - len(self._head) - len(tail)
-        head = self._head.decode("utf-8", "replace")
-        return f"{head}\n…[{dropped} bytes truncated]…\n{tail.decode('utf-8', 'replace')}"
+        if self.total <= self.cap:
+            text = (bytes(self._head) + bytes(self._tail)).decode("utf-8", "replace")
+        else:
+            tail = bytes(self._tail[-self._tail_cap :])
+            dropped = self.total - len(self._head) - len(tail)
+            head = self._head.decode("utf-8", "replace")
+            text = f"{head}\n…[{dropped} bytes truncated]…\n{tail.decode('utf-8', 'replace')}"
+        if result_size(text) <= MAX_OUTPUT_WIRE_BYTES:
+            return text
+        self._squeezed = True
+        first, last = head_and_tail(text, MAX_OUTPUT_WIRE_BYTES // 2 - 256, result_size)
+        dropped = max(0, self.total - len(first.encode()) - len(last.encode()))
+        return f"{first}\n…[about {dropped} bytes truncated]…\n{last}"
 
 
 class RingBuffer:

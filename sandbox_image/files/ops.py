@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 
 from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.models.files import (
+    MAX_READ_WIRE_BYTES,
     MAX_WRITE_BYTES,
     FileDeleteParams,
     FileDeleteResult,
@@ -33,6 +34,7 @@ from rpc.models.files import (
     FileWriteParams,
     FileWriteResult,
 )
+from rpc.paging import cap_text, result_size
 from sandbox_image.files.names import fs_path, printable, wire_path
 from sandbox_image.files.workspace import Target, Workspace, kind_of, os_error, split_relative
 from sandbox_image.utf8 import complete_prefix_len, ends_inside_sequence, is_continuation
@@ -180,6 +182,9 @@ class OpenedRead:
             eof = len(data) < params.limit or end >= st.st_size
             if params.encoding == "utf-8":
                 data, content = _text_part(fd, rel, data, params.offset, params.limit, eof)
+                if result_size(content) > MAX_READ_WIRE_BYTES:  # e.g. control characters: 13 bytes each
+                    content, _ = cap_text(content, MAX_READ_WIRE_BYTES, result_size)
+                    data, eof = content.encode("utf-8"), False  # the rest from nextOffset: nothing is lost
             else:
                 content = base64.b64encode(data).decode("ascii")
         except OSError as exc:
