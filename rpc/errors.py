@@ -163,7 +163,8 @@ DEFAULT_HINTS: dict[ErrorCode, str] = {
     ErrorCode.TAB_NOT_FOUND: "call browser_tabs with action 'list' to see the open tabs",
     ErrorCode.TAB_LIMIT_REACHED: "close tabs you no longer need with browser_tabs action 'close'",
     ErrorCode.PAGE_CRASHED: "the page crashed and was replaced by a fresh one: navigate again",
-    ErrorCode.DIALOG_PENDING: "a dialog is open on this tab: answer it with browser_handle_dialog",
+    ErrorCode.DIALOG_PENDING: "a dialog is open on this tab: answer it with browser_handle_dialog; a page that "
+    "keeps opening them (an alert in a loop) is left with browser_goto to another URL, or browser_tabs close",
     ErrorCode.INVALID_PARAMETER: "fix the arguments named in details and call again",
     ErrorCode.EXECUTION_ERROR: "see details; the operation may be retried",
     ErrorCode.OPERATION_TIMEOUT: "the operation ran out of time: raise timeoutMs or do less per call",

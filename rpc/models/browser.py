@@ -263,10 +263,9 @@ def port_error(url: str) -> str | None:
     try:
         port = urlsplit(url.strip()).port
     except ValueError as exc:  # "Port out of range 0-65535", "Port could not be cast to integer value as '8o'"
-        text = str(exc)
-        if "Port" not in text:
-            return None  # not a port's fault (e.g. a broken IPv6 literal): the caller's own checks judge it
-        return f"its port is not a number from 1 to 65535 ({text[:100]})"
+        if "Port" not in str(exc):
+            return None  # not the port's fault (e.g. a broken IPv6 literal): the caller's own checks judge it
+        return "its port is not a number from 1 to 65535"
     return "its port is 0, which nothing listens on" if port == 0 else None
 
 

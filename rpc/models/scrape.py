@@ -29,7 +29,6 @@ from rpc.models.browser import (
     TabParams,
     TabResult,
     origin_of,
-    port_error,
 )
 from rpc.models.profiles import DEFAULT_PROFILE_ID, ProfileId, StorageState
 from rpc.models.templates import HttpUrl
@@ -239,20 +238,8 @@ class ActionDone(Result):
     value: Any = Field(None, description="script: what it returned (JSON)")
 
 
-def _port_in_range(url: str) -> str:
-    problem = port_error(url)
-    if problem is not None:
-        raise ValueError(problem)
-    return url
-
-
-# A port out of range passed and failed in the browser, with Playwright's internal message, after a sandbox
-# was started for it; refused up front as browser_goto refuses it (sandbox_image/browser/urls.py).
-PageUrl = Annotated[HttpUrl, AfterValidator(_port_in_range)]
-
-
 class _Address(Params):
-    url: PageUrl = Field(description="The page: an absolute http:// or https:// URL")
+    url: HttpUrl = Field(description="The page: an absolute http:// or https:// URL")
     format: ScrapeFormat = Field(
         "markdown",
         description="What to return: markdown (default), html, links (absolute, deduplicated, page order), "
@@ -293,6 +280,12 @@ class ReadOptions(Params):
         description="markdown/html/links: leave out what these CSS selectors match (e.g. ['.comments', 'aside']), "
         "before the main content is chosen",
     )
+    includeIframes: bool = Field(
+        False,
+        description="markdown/html/links: also read the page's visible iframes and frames (cross-origin ones "
+        "too), each in its place; off by default, as embeds are mostly ads, players and widgets. For a page "
+        "whose content is in a frame (a frameset page's frames are read without it)",
+    )
 
     @field_validator("includeTags", "excludeTags")
     @classmethod
@@ -300,12 +293,6 @@ class ReadOptions(Params):
         """[] as omitted: an empty includeTags selected nothing, so the text came out empty while the answer
         claimed the whole page; excludeTags [] already left nothing out."""
         return selectors or None
-    includeIframes: bool = Field(
-        False,
-        description="markdown/html/links: also read the page's visible iframes and frames (cross-origin ones "
-        "too), each in its place; off by default, as embeds are mostly ads, players and widgets. For a page "
-        "whose content is in a frame (a frameset page's frames are read without it)",
-    )
 
 
 class ScrapeOptions(ContextOptions, ReadOptions, _Address):

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, model_validator
 
 from rpc.models.base import Params, Result
-from rpc.models.browser import ContentSection, PageElement
+from rpc.models.browser import ContentSection, PageElement, port_error
 from rpc.models.profiles import ProfileId
 from rpc.models.tasks import ResultSummary, StepInfo, StepStatus
 
@@ -32,6 +32,9 @@ def _http_url(value: str) -> str:
         raise ValueError("not a URL") from None
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
         raise ValueError("must be an absolute http:// or https:// URL")
+    problem = port_error(value)  # said now, not by the browser (an internal message) after a sandbox started
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import GotoParams, GotoResult, HistoryParams, HistoryResult, WaitUntil, origin_of
+from sandbox_image.browser.background import consume, quietly, spawn
 from sandbox_image.browser.errors import (
     AUTH_ERROR,
     NET_ERROR,
@@ -18,9 +21,12 @@ from sandbox_image.browser.errors import (
     clean_message,
     execution_error,
 )
-from sandbox_image.browser.tab import NavigationMark, Tab
+from sandbox_image.browser.tab import NavigationMark, PendingDialog, Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import check_url, redact
+
+if TYPE_CHECKING:
+    from playwright.async_api import Dialog, Frame, Page, Response
 
 log = logging.getLogger("boxwright.agent.browser")
 
@@ -86,18 +92,89 @@ async def navigation_failed(
     )
 
 
+def _answer_as_leaving(pending: PendingDialog) -> Coroutine[Any, Any, None]:
+    """How a user going to another page answers a dialog of the page left: OK to a beforeunload (leave; a
+    dismissed one would cancel the navigation), dismiss to anything else."""
+    leave = pending.dialog.accept() if pending.info.type == "beforeunload" else pending.dialog.dismiss()
+    return quietly(leave)
+
+
+class _Leaving:
+    """While goto leaves a page: the dialogs that page opens are answered at once, and those of the page gone
+    to stop the navigation as DIALOG_PENDING (its load event waits for them: goto would time out).
+
+    A page that alerts in a loop (setInterval) opens the next alert as soon as one is answered, and may do so
+    while the navigation is under way; before this, every call including goto failed DIALOG_PENDING and only
+    closing the tab got out. Registered after Tab's own listener, so a dialog is already in tab.dialogs here."""
+
+    def __init__(self, tab: Tab, page: Page) -> None:
+        self.tab = tab
+        self.page = page
+        self.committed = False  # the main frame shows the new document: its dialogs are the caller's
+        self.new_dialog = asyncio.Event()
+
+    def __enter__(self) -> _Leaving:
+        self.page.on("framenavigated", self._on_navigated)
+        self.page.on("dialog", self._on_dialog)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.page.remove_listener("framenavigated", self._on_navigated)
+        self.page.remove_listener("dialog", self._on_dialog)
+
+    def _on_navigated(self, frame: Frame) -> None:
+        if frame is self.page.main_frame:
+            self.committed = True
+
+    def _on_dialog(self, dialog: Dialog) -> None:
+        pending = next((p for p in self.tab.dialogs if p.dialog is dialog), None)
+        if pending is None:  # not kept by the tab (a scrape tab dismisses every dialog itself)
+            return
+        if self.committed:
+            self.new_dialog.set()
+            return
+        self.tab.dialogs.remove(pending)
+        self.tab.dialog_handled()
+        spawn(_answer_as_leaving(pending))
+
+    async def leave_pending(self) -> None:
+        """Answer the dialogs open now, as the page is being left."""
+        while self.tab.dialogs:
+            pending = self.tab.dialogs.popleft()
+            self.tab.dialog_handled()
+            await _answer_as_leaving(pending)
+
+    async def goto(self, url: str, wait_until: WaitUntil, timeout_ms: float) -> Response | None:
+        """page.goto, ended by the first dialog of the new page (DIALOG_PENDING) as Tab.guard would end it."""
+        task = asyncio.ensure_future(self.page.goto(url, wait_until=wait_until, timeout=timeout_ms))
+        waiter = asyncio.ensure_future(self.new_dialog.wait())
+        try:
+            await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            if not task.done():
+                task.cancel()
+                task.add_done_callback(consume)
+        if not task.done():
+            raise self.tab.dialog_error()
+        return task.result()
+
+
 async def open_url(tab: Tab, url: str, wait_until: WaitUntil, budget: Budget) -> int | None:
-    """Navigate the tab; the HTTP status of the main document (None for about:/data:)."""
+    """Navigate the tab; the HTTP status of the main document (None for about:/data:). Dialogs of the page it
+    shows are answered first, as a user leaving the page would (see _Leaving)."""
     url = check_url(url)
-    page = tab.check()
+    page = tab.check(dialogs_ok=True)
     log.debug("goto %s in %s/%s", redact(url), tab.session.id, tab.id)
     mark = tab.mark()
-    try:
-        response = await tab.guard(page.goto(url, wait_until=wait_until, timeout=budget.ms()))
-    except PlaywrightTimeoutError:
-        raise _timeout(tab, url, wait_until, budget) from None
-    except PlaywrightError as exc:
-        raise await navigation_failed(tab, url, exc, mark, budget) from None
+    with _Leaving(tab, page) as leaving:
+        await leaving.leave_pending()
+        try:
+            response = await tab.guard(leaving.goto(url, wait_until, budget.ms()), dialogs_ok=True)
+        except PlaywrightTimeoutError:
+            raise _timeout(tab, url, wait_until, budget) from None
+        except PlaywrightError as exc:
+            raise await navigation_failed(tab, url, exc, mark, budget) from None
     return response.status if response is not None else None
 
 

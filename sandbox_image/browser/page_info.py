@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from rpc.models.browser import PageElement, PageInfoParams, PageInfoResult, PageRegion, PageSummary
 from sandbox_image.browser.elements import Element, PageModel, capture
-from sandbox_image.browser.tab import Tab, cap
+from sandbox_image.browser.tab import Tab, a_dialog, cap
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import ERROR_PAGE
 
@@ -136,7 +136,8 @@ async def page_info(tab: Tab, params: PageInfoParams, budget: Budget) -> PageInf
     title = await tab.title()
     if tab.dialogs:  # the page cannot be read while a dialog blocks it: say so instead of failing
         dialog = tab.dialogs[0].info
-        summary = f"a {dialog.type} dialog is open ({cap(dialog.message, 200)!r}): answer it with browser_handle_dialog"
+        message = cap(dialog.message, 200)
+        summary = f"{a_dialog(dialog.type)} is open ({message!r}): answer it with browser_handle_dialog"
         return PageInfoResult(
             tabId=tab.id,
             page=PageSummary(url=tab.url, title=title, type="other", summary=summary),

@@ -59,6 +59,11 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def a_dialog(kind: str) -> str:
+    """'an alert dialog', 'a confirm dialog', 'a beforeunload dialog'."""
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind} dialog"
+
+
 def cap(text: str, limit: int = MAX_ENTRY_TEXT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -285,7 +290,7 @@ class Tab:
         info = self.dialogs[0].info
         return BoxwrightError(
             ErrorCode.DIALOG_PENDING,
-            f"a {info.type} dialog is open on {self.id}: {cap(info.message, 200)!r}",
+            f"{a_dialog(info.type)} is open on {self.id}: {cap(info.message, 200)!r}",
             details={"tabId": self.id, "dialog": info.model_dump()},
         )
 

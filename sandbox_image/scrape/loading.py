@@ -7,6 +7,7 @@ returned with its `status`, because what the server says is information the call
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import zlib
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.scrape import MAX_PAGE_BYTES, MAX_PDF_BYTES, SCREENSHOT_FORMATS
 from sandbox_image.browser import headers
+from sandbox_image.browser.background import consume
 from sandbox_image.browser.errors import (
     AUTH_ERROR,
     NET_ERROR,
@@ -192,6 +194,8 @@ class MainFrame:
         self.page = page
         self.response: Response | None = None
         self.failure: tuple[str, str] | None = None  # (url, net::ERR_…)
+        self.oversized = asyncio.Event()  # the document's Content-Length is past MAX_PAGE_BYTES
+        self.oversized_bytes = 0
         page.on("response", self._on_response)
         page.on("requestfailed", self._on_failed)
 
@@ -204,6 +208,10 @@ class MainFrame:
     def _on_response(self, response: Response) -> None:
         if self._main_navigation(response.request):
             self.response = response
+            length = response.headers.get("content-length", "")
+            if length.isdigit() and int(length) > MAX_PAGE_BYTES and _rendered_as_a_page(response):
+                self.oversized_bytes = int(length)
+                self.oversized.set()
 
     def _on_failed(self, request: Request) -> None:
         if self._main_navigation(request):
@@ -212,6 +220,34 @@ class MainFrame:
     def detach(self) -> None:
         self.page.remove_listener("response", self._on_response)
         self.page.remove_listener("requestfailed", self._on_failed)
+
+
+def _rendered_as_a_page(response: Response) -> bool:
+    """Whether the browser renders the answer as a document (a PDF or an archive is a download instead)."""
+    declared = media_type(response.headers.get("content-type"))
+    return not declared or declared.startswith("text/") or declared in HTML_TYPES | XML_TYPES | feed.FEED_TYPES
+
+
+async def _goto(tab: Tab, url: str, timeout_ms: float, frame: MainFrame) -> Response | None:
+    """page.goto until DOMContentLoaded — unless the document announces a size past MAX_PAGE_BYTES: then
+    PAGE_TOO_LARGE as soon as its headers arrive, before the renderer spends its memory on it (27 MB of
+    HTML ran the sandbox's renderer out of memory, PAGE_CRASHED after 13 s)."""
+    page = tab.check()
+    navigation = page.goto(url, wait_until="domcontentloaded", timeout=max(1.0, timeout_ms))
+    going = asyncio.ensure_future(tab.guard(navigation))
+    too_big = asyncio.ensure_future(frame.oversized.wait())
+    try:
+        await asyncio.wait([going, too_big], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        too_big.cancel()
+        stopped = not going.done()  # too large, or the scrape itself was cancelled
+        if stopped:
+            going.cancel()
+            going.add_done_callback(consume)
+    if stopped:
+        response = frame.response
+        raise too_large(response.url if response is not None else url, frame.oversized_bytes, "HTML")
+    return going.result()
 
 
 def _proxied(tab: Tab) -> bool:
@@ -354,7 +390,7 @@ async def load(tab: Tab, url: str, fmt: str, timeout_ms: float, frame: MainFrame
         return timeout_ms - (time.monotonic() - started) * 1000
 
     try:
-        response = await tab.guard(page.goto(url, wait_until="domcontentloaded", timeout=max(1.0, timeout_ms)))
+        response = await _goto(tab, url, timeout_ms, frame)
     except PlaywrightTimeoutError:
         raise timed_out(url, timeout_ms) from None
     except PlaywrightError as exc:

@@ -134,7 +134,9 @@ async def read_text(
     if fmt == "links" and frames_s is not None:
         annotated, fields["iframes"] = await tab.guard(annotate_with_frames(page, frames_s, selectors))
         html = annotated.html
-    elif fmt == "links" and selectors is not None:
+    elif fmt == "links" and (is_html or selectors is not None):
+        # annotate.js's clone, not page.content(): it has the open shadow roots inlined, so a web component's
+        # links are there, in page order, as markdown shows them (page.content() leaves shadow trees out).
         html = (await tab.guard(annotate_page(page, selectors))).html
     else:
         html = await tab.guard(page.content())

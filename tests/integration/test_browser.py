@@ -141,11 +141,15 @@ async def test_navigation_failures(http_server: HttpServer, tokens: dict) -> Non
         assert (await s.error("browser_snapshot", {"sessionId": "nope"})).code == "SESSION_NOT_FOUND"
 
 
-async def test_crashed_page_recovers(http_server: HttpServer, tokens: dict) -> None:
+async def test_the_browsers_own_pages_are_refused(http_server: HttpServer, tokens: dict) -> None:
+    """chrome://hang wedged a tab for good and chrome://crash crashed it: the browser's own pages are
+    refused before the browser is asked, and the tab goes on (a renderer that does crash is replaced:
+    tests/unit/test_browser_tabs.py crashes one through DevTools)."""
     async with http_session(http_server.url, tokens["alice"]) as s, browsing(s):
         await s.ok("browser_goto", {"url": f"{BASE}/p/5"})
-        crashed = await s.error("browser_goto", {"url": "chrome://crash"})
-        assert crashed.code == "PAGE_CRASHED"
+        for url in ("chrome://crash", "chrome://hang", "devtools://devtools/bundled/inspector.html"):
+            refused = await s.error("browser_goto", {"url": url})
+            assert refused.code == "INVALID_PARAMETER" and "the browser's own" in refused.data["recoverHint"], url
         page = await s.ok("browser_goto", {"url": f"{BASE}/p/6"})
         assert page["title"] == "Page 6"
 

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import MAX_FULL_PAGE_HEIGHT, PageContentResult, PageInfoResult, StabilityResult
@@ -18,6 +19,7 @@ from sandbox_image.browser import stability
 from sandbox_image.browser.screenshot import png_size
 from sandbox_image.browser.tab import Tab
 from tests.unit.browser_harness import BrowserDriver, Site
+from tests.unit.test_scrape_service import serve_routes
 
 pytestmark = pytest.mark.chromium  # launches the host's Chromium
 
@@ -106,6 +108,18 @@ async def test_goto_leaves_a_page_that_keeps_alerting(browser: BrowserDriver, si
     await asyncio.sleep(0.2)  # no alert of the page left behind is still pending
     assert "Sign in" in (await browser.call("browser.snapshot", sessionId=sid))["text"]
     assert (await browser.error("browser.handle_dialog", sessionId=sid)).code is ErrorCode.EXECUTION_ERROR
+
+    # A page that answers slowly: the page being left goes on alerting while the navigation waits for it.
+    async def slow(_request: web.Request) -> web.Response:
+        await asyncio.sleep(0.5)
+        return web.Response(text="<title>Slow</title><p>Slow words</p>", content_type="text/html")
+
+    async with serve_routes({"/slow": slow}) as base:
+        with contextlib.suppress(BoxwrightError):
+            await browser.call("browser.goto", sessionId=sid, url=ALERT_LOOP)
+        assert (await browser.call("browser.goto", sessionId=sid, url=f"{base}/slow"))["title"] == "Slow"
+        await asyncio.sleep(0.2)
+        assert "Slow words" in (await browser.call("browser.snapshot", sessionId=sid))["text"]
 
 
 async def test_a_dialog_of_the_page_gone_to_still_stops_goto(browser: BrowserDriver, site: Site, sid: str) -> None:

@@ -10,6 +10,7 @@ import contextlib
 import re
 import socket
 import struct
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -159,6 +160,7 @@ ROUTES: dict[str, Any] = {
     ),
     "/text": lambda _r: web.Response(text="plain words\nsecond line", content_type="text/plain"),
     "/big": lambda _r: html("<title>Big</title><p>" + "x" * (MAX_PAGE_BYTES + 1024) + "</p>"),
+    "/huge": lambda _r: html("<title>Huge</title>" + "<p>many words in a paragraph</p>\n" * 800_000),  # 27 MB
     "/never": never,
     "/alert": lambda _r: html("<title>Alert</title><script>alert('hi')</script><main><p>After the alert.</p></main>"),
     "/cookie": show_cookie,
@@ -532,6 +534,16 @@ async def test_text_and_dialogs(scraper: BrowserDriver, pages: str) -> None:
     assert text["contentType"] == "text/plain" and "plain words\nsecond line" in text["markdown"]
     alert = await scrape(scraper, f"{pages}/alert", timeoutMs=5000)
     assert "After the alert." in alert["markdown"]
+
+
+async def test_a_page_far_too_large_is_refused_before_it_is_rendered(scraper: BrowserDriver, pages: str) -> None:
+    """Its Content-Length says so as the answer starts: refused then, in every format — the renderer
+    given 27 MB of HTML ran out of memory (PAGE_CRASHED after 13 s in the sandbox)."""
+    for fmt in ("markdown", "screenshot"):
+        started = time.monotonic()
+        err = await scraper.error("scrape.page", url=f"{pages}/huge", format=fmt, timeoutMs=30_000)
+        assert err.code.value == "PAGE_TOO_LARGE" and err.details["bytes"] > 20_000_000, err
+        assert time.monotonic() - started < 5
 
 
 @pytest.mark.parametrize(
