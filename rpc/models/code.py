@@ -19,6 +19,8 @@ MAX_OUTPUT_BYTES = 1024 * 1024
 # MCP message. Ordinary output at the largest cap stays well under it; a flood of short lines, control
 # characters (\u0001: 6 + 7 bytes each) or invalid bytes has its middle cut further (truncated=true).
 MAX_OUTPUT_WIRE_BYTES = 2816 * 1024
+# What process_output's one text may take: a part of control characters comes back shorter (nextOffset).
+MAX_PROCESS_OUTPUT_WIRE_BYTES = 2 * MAX_OUTPUT_WIRE_BYTES
 # Linux refuses to start a program (E2BIG) when one "NAME=value" string, with its NUL, exceeds
 # MAX_ARG_STRLEN (32 pages), or when argv plus environment exceed a quarter of the stack limit.
 MAX_ENV_STRING_BYTES = 128 * 1024 - 1

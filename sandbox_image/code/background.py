@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from rpc.deadline import LADDER, Deadline
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.models.code import (
+    MAX_PROCESS_OUTPUT_WIRE_BYTES,
     CodeRunParams,
     CodeRunResult,
     Language,
@@ -29,10 +30,12 @@ from rpc.models.code import (
     ProcessOutputParams,
     ProcessOutputResult,
 )
+from rpc.paging import result_size
 from sandbox_image.code.outputs import RingBuffer
 from sandbox_image.code.procs import exit_code, kill_session_now, signal_group
 from sandbox_image.code.runner import DRAIN_GRACE_S, CodeRunner
 from sandbox_image.code.spawn import PipeReader, Script, open_reader, spawn
+from sandbox_image.utf8 import complete_prefix_len
 
 MAX_RUNNING = 16
 MAX_FINISHED = 50
@@ -102,6 +105,18 @@ class Managed:
         if self.reader is not None:
             self.reader[0].close()
         self.script.remove()
+
+
+def _longest_fitting(data: bytes) -> bytes:
+    """The longest prefix of `data`, ending on a whole character, whose text fits a result."""
+    lo, hi = 1, len(data)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if result_size(data[:mid].decode("utf-8", "replace")) <= MAX_PROCESS_OUTPUT_WIRE_BYTES:
+            lo = mid
+        else:
+            hi = mid - 1
+    return data[: complete_prefix_len(data[:lo]) or lo]
 
 
 class ProcessManager:
@@ -206,11 +221,22 @@ class ProcessManager:
         if wait > 0 and managed.running and managed.ring.end <= params.offset:
             await managed.wait_change(wait)
         data, offset, dropped = managed.ring.read(params.offset, params.maxBytes, complete=True)
+        if data and complete_prefix_len(data) == 0 and offset + len(data) < managed.ring.end:
+            raise invalid_parameter(
+                "maxBytes",
+                "smaller than the character at offset",
+                message=f"maxBytes {params.maxBytes} is smaller than the UTF-8 character at offset {offset}",
+                hint="raise maxBytes (4 bytes always hold a whole character)",
+            )  # returned, its bytes would come back as U+FFFD and be skipped: lost
+        text = data.decode("utf-8", "replace")
+        if result_size(text) > MAX_PROCESS_OUTPUT_WIRE_BYTES:  # control characters, short lines: shorter part
+            data = _longest_fitting(data)
+            text = data.decode("utf-8", "replace")
         return ProcessOutputResult(
             processId=managed.process_id,
             running=managed.running,
             exitCode=managed.exit_code,
-            output=data.decode("utf-8", "replace"),
+            output=text,
             offset=offset,
             nextOffset=offset + len(data),
             droppedBytes=dropped,

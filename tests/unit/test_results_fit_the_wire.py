@@ -7,11 +7,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from host.mcp.results import MAX_RESULT_BYTES, success, wire_bytes
-from rpc.models.code import MAX_OUTPUT_BYTES, MAX_OUTPUT_WIRE_BYTES, CodeRunResult
+from rpc.deadline import Deadline
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.code import (
+    MAX_OUTPUT_BYTES,
+    MAX_OUTPUT_WIRE_BYTES,
+    MAX_PROCESS_OUTPUT_WIRE_BYTES,
+    CodeRunParams,
+    CodeRunResult,
+    ProcessOutputParams,
+)
 from rpc.models.files import MAX_READ_BYTES, MAX_READ_WIRE_BYTES, FileReadParams
 from rpc.paging import result_size
+from sandbox_image.code.background import ProcessManager
 from sandbox_image.code.outputs import CappedBuffer
+from sandbox_image.code.runner import CodeRunner
+from sandbox_image.config import SandboxSettings
 from sandbox_image.files.ops import read_file
 from sandbox_image.files.workspace import Workspace
 
@@ -64,3 +78,33 @@ def test_a_text_read_of_control_characters_comes_in_parts_that_fit(workspace: Pa
     (workspace / "plain.txt").write_bytes(b"x\n" * (MAX_READ_BYTES // 2))
     plain = read_file(ws, FileReadParams(path="plain.txt"))
     assert plain.eof and plain.length == MAX_READ_BYTES  # ordinary text: the whole limit, as before
+
+
+async def test_process_output_of_control_characters_comes_in_parts_that_fit(runner_config: SandboxSettings) -> None:
+    """process_output at its largest maxBytes: a part that would not fit a result comes back shorter, the
+    rest from nextOffset; and a maxBytes smaller than the character at the offset is refused (its bytes
+    came back as U+FFFD and were skipped)."""
+    manager = ProcessManager(CodeRunner(runner_config), ring_bytes=4 * MAX_OUTPUT_BYTES)
+    try:
+        code = "import sys; sys.stdout.write('\\x01' * 1048576 + 'é-end'); sys.stdout.flush()"
+        started = await manager.start(CodeRunParams(language="python", code=code, background=True))
+        pid = started.processId
+        assert pid is not None
+        text, offset = "", 0
+        for _ in range(20):
+            part = await manager.output(
+                ProcessOutputParams(processId=pid, offset=offset, maxBytes=MAX_OUTPUT_BYTES, waitMs=2000),
+                Deadline.after(10),
+            )
+            assert result_size(part.output) <= MAX_PROCESS_OUTPUT_WIRE_BYTES
+            assert wire_bytes(success("process_output", "ok", part)) <= MAX_RESULT_BYTES
+            text, offset = text + part.output, part.nextOffset
+            if text.endswith("-end"):
+                break
+        assert text == "\x01" * 1048576 + "é-end"
+        inside = offset - len("é-end".encode())  # the first byte of é
+        with pytest.raises(BoxwrightError) as refused:
+            await manager.output(ProcessOutputParams(processId=pid, offset=inside, maxBytes=1), Deadline.after(10))
+        assert refused.value.code is ErrorCode.INVALID_PARAMETER and refused.value.hint
+    finally:
+        await manager.shutdown()
