@@ -36,6 +36,8 @@ class SandboxRegistry:
         self._defaults: dict[tuple[str, str | None], str] = {}  # (owner, session) -> sandbox id
         self._destroyed: OrderedDict[str, str] = OrderedDict()  # sandbox id -> owner
         self._places: list[Place] = []
+        # (owner, session) -> the default that went, and why: a call without sandboxId then says so
+        self._gone_defaults: OrderedDict[tuple[str, str | None], tuple[str, str]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._records)
@@ -90,6 +92,7 @@ class SandboxRegistry:
     def make_default(self, caller: Caller, sandbox_id: str) -> None:
         if caller.session is not None:  # a sessionless caller's default would be every client's of the owner
             self._defaults[(caller.owner, caller.session)] = sandbox_id
+            self._gone_defaults.pop((caller.owner, caller.session), None)
 
     def forget(self, rec: SandboxRecord, *, tombstone: bool = True) -> None:
         """The sandbox is gone: drop its record and its lock."""
@@ -97,6 +100,9 @@ class SandboxRegistry:
         self.locks.release(rec.id)
         for key in [k for k, v in self._defaults.items() if v == rec.id]:
             del self._defaults[key]
+            self._gone_defaults[key] = (rec.id, rec.removed_because or "removed")
+            while len(self._gone_defaults) > TOMBSTONES:
+                self._gone_defaults.popitem(last=False)
         if tombstone:
             self._destroyed[rec.id] = rec.owner
             while len(self._destroyed) > TOMBSTONES:
@@ -147,6 +153,13 @@ class SandboxRegistry:
             return self._records[implicit]
         mine = self._yours(caller)
         if not mine:
+            gone = self._gone_defaults.get((caller.owner, caller.session))
+            if gone is not None:
+                raise BoxwrightError(
+                    ErrorCode.NO_DEFAULT_SANDBOX,
+                    f"your default sandbox {gone[0]} is gone ({gone[1]}): this call needs one",
+                    details={"sandboxId": gone[0], "reason": "destroyed"},
+                )
             raise BoxwrightError(ErrorCode.NO_DEFAULT_SANDBOX, "no sandbox yet: this call needs one")
         raise BoxwrightError(
             ErrorCode.AMBIGUOUS_SANDBOX,

@@ -77,6 +77,25 @@ async def test_defaults_belong_to_the_session_that_created_them(sandbox_manager:
     assert set(info.value.details["sandboxIds"]) == {first.id, second.id}
 
 
+async def test_a_call_after_the_default_went_says_it_went(sandbox_manager: SandboxManager) -> None:
+    """Not "no sandbox yet" when the session had one that was destroyed (by its owner, its TTL, the idle
+    timeout): the call says which and why; a new default makes that old news."""
+    first = await sandbox_manager.create(ALICE)
+    await sandbox_manager.destroy(ALICE, None, reason="idle timeout")
+    with pytest.raises(BoxwrightError) as info:
+        sandbox_manager.resolve(ALICE, None)
+    assert error_of(info) is ErrorCode.NO_DEFAULT_SANDBOX and info.value.details["sandboxId"] == first.id
+    assert f"your default sandbox {first.id} is gone (idle timeout)" in info.value.message
+    with pytest.raises(BoxwrightError) as other:
+        sandbox_manager.resolve(ALICE_OTHER_SESSION, None)  # another session never had it as its default
+    assert "no sandbox yet" in other.value.message
+    second = await sandbox_manager.create(ALICE)
+    await sandbox_manager.destroy(ALICE, second.id)
+    with pytest.raises(BoxwrightError) as again:
+        sandbox_manager.resolve(ALICE, None)
+    assert f"{second.id} is gone (destroyed by owner)" in again.value.message
+
+
 async def test_another_owners_sandbox_looks_missing(sandbox_manager: SandboxManager) -> None:
     rec = await sandbox_manager.create(ALICE)
     for sandbox_id, code in ((rec.id, ErrorCode.SANDBOX_NOT_FOUND), (None, ErrorCode.NO_DEFAULT_SANDBOX)):
