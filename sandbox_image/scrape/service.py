@@ -63,6 +63,31 @@ def _read_reserve(params: ScrapePageParams) -> float:
     return min(READ_RESERVE_S, READ_RESERVE_SHARE * params.timeoutMs / 1000)
 
 
+def _as_a_scrape(exc: BoxwrightError, params: ScrapePageParams, budget: Budget) -> BoxwrightError:
+    """A tab's error as the scrape's caller sees it: they have no tab (a crash is the page's, and scraping
+    again is what to do), and the timeout they gave is the call's, part of which is kept for reading."""
+    url = redact(params.url)
+    if exc.code is ErrorCode.PAGE_CRASHED:
+        return BoxwrightError(
+            ErrorCode.PAGE_CRASHED,
+            f"the page {url} crashed while it was loaded or read (a renderer out of memory, or a fault)",
+            hint="scrape it again; a page that crashes each time may still be seen with format 'screenshot', "
+            "or read with blockResources ['media', 'font'] and without its ads (blockAds)",
+            details={"url": url},
+        )
+    if exc.code is ErrorCode.NAVIGATION_TIMEOUT and "loadMs" not in exc.details:
+        load_ms = int(exc.details.get("timeoutMs", 0))
+        if load_ms < budget.total_ms:
+            return BoxwrightError(
+                exc.code,
+                f"{url} did not load within {load_ms} ms (the call's timeoutMs is {budget.total_ms} ms, "
+                "the rest kept for reading the page)",
+                hint=exc.hint,
+                details={**exc.details, "timeoutMs": budget.total_ms, "loadMs": load_ms},
+            )
+    return exc
+
+
 async def _shielded(coro: Coroutine[Any, Any, Any]) -> None:
     """Run cleanup to its end even if the caller is cancelled meanwhile (the task goes on)."""
     await asyncio.shield(spawn(quietly(coro)))
@@ -113,6 +138,8 @@ class ScrapeService:
                 f"scraping {redact(params.url)} did not finish within {budget.total_ms} ms",
                 details={"url": redact(params.url), "timeoutMs": budget.total_ms},
             ) from None
+        except BoxwrightError as exc:
+            raise _as_a_scrape(exc, params, budget) from None
         except PlaywrightError as exc:
             if not self.browser.engine.connected:
                 raise BoxwrightError(

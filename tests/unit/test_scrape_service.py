@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from rpc.errors import BoxwrightError
-from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_PAGE_BYTES
+from rpc.deadline import Deadline
+from rpc.errors import BoxwrightError, ErrorCode
+from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_PAGE_BYTES, ScrapePageParams
 from rpc.paging import cap_text, json_size, text_part
+from sandbox_image.browser.timeouts import Budget
 from sandbox_image.scrape import frames, reading
 from sandbox_image.scrape import service as scrape_service
 from sandbox_image.scrape.output import cap_links
@@ -534,6 +536,22 @@ async def test_text_and_dialogs(scraper: BrowserDriver, pages: str) -> None:
     assert text["contentType"] == "text/plain" and "plain words\nsecond line" in text["markdown"]
     alert = await scrape(scraper, f"{pages}/alert", timeoutMs=5000)
     assert "After the alert." in alert["markdown"]
+
+
+async def test_a_timeout_names_the_callers_timeout(scraper: BrowserDriver, pages: str) -> None:
+    """The caller gave 2000 ms: the error says so (not only the part of it the load had)."""
+    err = await scraper.error("scrape.page", url=f"{pages}/never", timeoutMs=2000)
+    assert err.code.value == "NAVIGATION_TIMEOUT" and err.details["timeoutMs"] == 2000
+    assert 0 < err.details["loadMs"] < 2000 and "the call's timeoutMs is 2000 ms" in err.message
+
+
+def test_a_crash_is_the_pages_not_a_tabs() -> None:
+    """A scrape's caller has no tab: the tab's wording ("the page in tab_1 … navigate again") is replaced."""
+    params = ScrapePageParams(url="http://127.0.0.1:1/x?token=secret")
+    crashed = BoxwrightError(ErrorCode.PAGE_CRASHED, "the page in tab_1 crashed", details={"tabId": "tab_1"})
+    said = scrape_service._as_a_scrape(crashed, params, Budget.of(Deadline.after(30), 30_000))
+    assert said.code is ErrorCode.PAGE_CRASHED and "tab" not in said.message and "tabId" not in said.details
+    assert said.hint and "scrape it again" in said.hint and "secret" not in said.message
 
 
 async def test_a_page_far_too_large_is_refused_before_it_is_rendered(scraper: BrowserDriver, pages: str) -> None:
