@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import (
@@ -24,6 +26,15 @@ from sandbox_image.browser.timeouts import Budget
 # After an action that navigated, wait at most this long for the new document's DOM, so the next
 # snapshot reads the new page rather than a blank one.
 NAVIGATION_SETTLE_MS = 5_000
+# Options of a <select> that may still be arriving (filled by a script) are waited for this long at most;
+# after that a value no option has is a wrong value, said at once rather than at the action's timeout.
+OPTIONS_WAIT_S = 1.5
+_MISSING_OPTIONS = """(el, values) => {
+  if (el.tagName !== 'SELECT') return null;
+  const options = [...el.options];
+  const has = v => options.some(o => o.value === v || o.label === v || o.textContent.trim() === v);
+  return {missing: values.filter(v => !has(v)), offered: options.slice(0, 20).map(o => o.label || o.value)};
+}"""
 
 _SCROLL_BY = """([dx, dy]) => {
   window.scrollBy({left: dx ?? 0, top: dy ?? 0, behavior: "instant"});
@@ -111,6 +122,7 @@ async def select_option(
     tab: Tab, params: SelectOptionParams, budget: Budget, target: Target | None = None
 ) -> SelectOptionResult:
     target = target or await locate(tab, params.selector)
+    await _options_there(tab, target, params, budget)
     mark = tab.mark()
     try:
         selected = await act(
@@ -132,6 +144,27 @@ async def select_option(
         raise
     result = await finish(tab, mark, budget)
     return SelectOptionResult(**result.model_dump(), selected=selected)
+
+
+async def _options_there(tab: Tab, target: Target, params: SelectOptionParams, budget: Budget) -> None:
+    """INVALID_PARAMETER, with the options there are, when the <select> has no option for a value (by value
+    or label) within OPTIONS_WAIT_S — Playwright would wait for one until the action's timeout."""
+    until = time.monotonic() + min(OPTIONS_WAIT_S, budget.seconds() / 2)
+    while True:
+        try:
+            found = await tab.guard(target.locator.evaluate(_MISSING_OPTIONS, params.values, timeout=budget.ms()))
+        except PlaywrightError:
+            return  # the action itself reports what is wrong with the element
+        if not found or not found["missing"] or time.monotonic() >= until:
+            break
+        await asyncio.sleep(0.1)
+    if found and found["missing"]:
+        raise BoxwrightError(
+            ErrorCode.INVALID_PARAMETER,
+            f"no option of {target.selector} matches {found['missing']!r} by value or label",
+            hint=f"pass one of its options' values or labels, e.g. {found['offered'][:5]!r}",
+            details={"selector": target.selector, "values": params.values, "options": found["offered"]},
+        )
 
 
 async def scroll_position(tab: Tab) -> tuple[int, int]:

@@ -89,6 +89,25 @@ async def test_css_selector_errors(browser: BrowserDriver, site: Site, sid: str)
     assert no_option.code is ErrorCode.INVALID_PARAMETER and "by value or label" in no_option.message
 
 
+async def test_a_missing_option_is_said_at_once_a_late_one_is_waited_for(
+    browser: BrowserDriver, site: Site, sid: str
+) -> None:
+    """Playwright waits for an option until the action's timeout (10 s by default): a value no option has
+    is refused within a moment, naming the options there are; one a script is about to add is still taken."""
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
+    started = time.monotonic()
+    missing = await browser.error("browser.select_option", sessionId=sid, selector="select", values=["Deutsch"])
+    assert missing.code is ErrorCode.INVALID_PARAMETER and time.monotonic() - started < 3
+    assert missing.details["options"] == ["English", "Français"] and "English" in (missing.hint or "")
+    await browser.call(
+        "browser.evaluate",
+        sessionId=sid,
+        expression="setTimeout(() => document.querySelector('select').add(new Option('Deutsch', 'de')), 500)",
+    )
+    late = await browser.call("browser.select_option", sessionId=sid, selector="select", values=["Deutsch"])
+    assert late["selected"] == ["de"]
+
+
 async def test_refs_are_stable_and_go_stale(browser: BrowserDriver, site: Site, sid: str) -> None:
     await browser.call("browser.goto", sessionId=sid, url=site.url("/removable"))
     first = await browser.call("browser.snapshot", sessionId=sid)
