@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import GotoParams, GotoResult, HistoryParams, HistoryResult, WaitUntil, origin_of
-from sandbox_image.browser.background import consume, quietly, spawn
+from sandbox_image.browser.background import consume
 from sandbox_image.browser.errors import (
     AUTH_ERROR,
     NET_ERROR,
@@ -21,7 +20,7 @@ from sandbox_image.browser.errors import (
     clean_message,
     execution_error,
 )
-from sandbox_image.browser.tab import NavigationMark, PendingDialog, Tab
+from sandbox_image.browser.tab import NavigationMark, Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import check_url, redact
 
@@ -92,13 +91,6 @@ async def navigation_failed(
     )
 
 
-def _answer_as_leaving(pending: PendingDialog) -> Coroutine[Any, Any, None]:
-    """How a user going to another page answers a dialog of the page left: OK to a beforeunload (leave; a
-    dismissed one would cancel the navigation), dismiss to anything else."""
-    leave = pending.dialog.accept() if pending.info.type == "beforeunload" else pending.dialog.dismiss()
-    return quietly(leave)
-
-
 class _Leaving:
     """While goto leaves a page: the dialogs that page opens are answered at once, and those of the page gone
     to stop the navigation as DIALOG_PENDING (its load event waits for them: goto would time out).
@@ -127,22 +119,12 @@ class _Leaving:
             self.committed = True
 
     def _on_dialog(self, dialog: Dialog) -> None:
-        pending = next((p for p in self.tab.dialogs if p.dialog is dialog), None)
-        if pending is None:  # not kept by the tab (a scrape tab dismisses every dialog itself)
+        if not any(p.dialog is dialog for p in self.tab.dialogs):  # a scrape tab answers every dialog itself
             return
         if self.committed:
             self.new_dialog.set()
-            return
-        self.tab.dialogs.remove(pending)
-        self.tab.dialog_handled()
-        spawn(_answer_as_leaving(pending))
-
-    async def leave_pending(self) -> None:
-        """Answer the dialogs open now, as the page is being left."""
-        while self.tab.dialogs:
-            pending = self.tab.dialogs.popleft()
-            self.tab.dialog_handled()
-            await _answer_as_leaving(pending)
+        else:
+            self.tab.leave_dialog(dialog)
 
     async def goto(self, url: str, wait_until: WaitUntil, timeout_ms: float) -> Response | None:
         """page.goto, ended by the first dialog of the new page (DIALOG_PENDING) as Tab.guard would end it."""
@@ -168,7 +150,7 @@ async def open_url(tab: Tab, url: str, wait_until: WaitUntil, budget: Budget) ->
     log.debug("goto %s in %s/%s", redact(url), tab.session.id, tab.id)
     mark = tab.mark()
     with _Leaving(tab, page) as leaving:
-        await leaving.leave_pending()
+        await tab.leave_dialogs()
         try:
             response = await tab.guard(leaving.goto(url, wait_until, budget.ms()), dialogs_ok=True)
         except PlaywrightTimeoutError:

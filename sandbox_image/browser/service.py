@@ -71,10 +71,10 @@ class BrowserService:
                 return await operation(tab, params, budget)
             except BoxwrightError as exc:
                 if exc.code in TIMEOUT_CODES:
-                    await tab.stop_waiting_navigation()
+                    tab.stop_waiting_navigation()
                 raise
             except PlaywrightTimeoutError:
-                await tab.stop_waiting_navigation()
+                tab.stop_waiting_navigation()
                 raise BoxwrightError(
                     ErrorCode.OPERATION_TIMEOUT,
                     f"{name} did not finish within {budget.total_ms} ms",

@@ -14,11 +14,11 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import ConsoleMessage, DialogInfo, FailedRequest
@@ -74,6 +74,21 @@ class PendingDialog:
     info: DialogInfo
 
 
+def _answer_as_leaving(pending: PendingDialog) -> Coroutine[Any, Any, None]:
+    leave = pending.dialog.accept() if pending.info.type == "beforeunload" else pending.dialog.dismiss()
+    return quietly(leave)
+
+
+async def _stop_loading(page: Page) -> None:
+    with contextlib.suppress(PlaywrightError, TimeoutError):
+        async with asyncio.timeout(STOP_S):
+            cdp = await page.context.new_cdp_session(page)
+            try:
+                await cdp.send("Page.stopLoading")
+            finally:
+                await quietly(cdp.detach())
+
+
 @dataclass(frozen=True)
 class NavigationMark:
     """Where the tab stood before an action, to tell afterwards whether the action navigated."""
@@ -106,6 +121,7 @@ class Tab:
         self._broken = asyncio.Event()  # crashed or closed
         self._dialog_opened = asyncio.Event()
         self._error_page = asyncio.Event()
+        self._stopping: asyncio.Task[None] | None = None  # see stop_waiting_navigation
         self._attach(page)
 
     # -- the page and its events -------------------------------------------------------------
@@ -277,6 +293,9 @@ class Tab:
 
     async def ensure_page(self) -> Page:
         """Called first by every operation: reports a crash once, then gives the tab a fresh page."""
+        if self._stopping is not None:  # a navigation being stopped (stop_waiting_navigation): let it end
+            stopping, self._stopping = self._stopping, None
+            await asyncio.wait([stopping], timeout=STOP_S)
         if self.page is None and not self.closed and not self.crashed:
             page = await self.session.new_page()
             if self.closed:  # closed while the page was being made
@@ -297,6 +316,25 @@ class Tab:
     def dialog_handled(self) -> None:
         if not self.dialogs:
             self._dialog_opened.clear()
+
+    def leave_dialog(self, dialog: Dialog) -> bool:
+        """Answer a pending dialog as a user leaving its page would (OK to a beforeunload — dismissed, it
+        would cancel the navigation — dismiss to anything else), in the background; False when the tab
+        does not hold it (a scrape tab answers every dialog itself)."""
+        pending = next((p for p in self.dialogs if p.dialog is dialog), None)
+        if pending is None:
+            return False
+        self.dialogs.remove(pending)
+        self.dialog_handled()
+        spawn(_answer_as_leaving(pending))
+        return True
+
+    async def leave_dialogs(self) -> None:
+        """Answer every dialog open now, as the page is being left (see leave_dialog)."""
+        while self.dialogs:
+            pending = self.dialogs.popleft()
+            self.dialog_handled()
+            await _answer_as_leaving(pending)
 
     async def guard(self, aw: Awaitable[T], *, dialogs_ok: bool = False) -> T:
         """Await a Playwright call unless the page crashes, closes or (unless dialogs_ok) opens a dialog."""
@@ -331,22 +369,18 @@ class Tab:
                 self.check(dialogs_ok=True)
             raise
 
-    async def stop_waiting_navigation(self) -> None:
+    def stop_waiting_navigation(self) -> None:
         """After a timeout: stop a navigation of the main frame still waiting for its document, as the
         browser's Stop button does. While one waits Playwright runs nothing on the page (every snapshot,
         script or screenshot waits for the new document), so a site that never answers left the tab
-        stuck until it was closed; stopped, the tab shows the page it showed before."""
+        stuck until it was closed; stopped, the tab shows the page it showed before. Done in the
+        background — the timeout goes back to the caller at once, within its deadline — and the tab's
+        next operation waits for it first (ensure_page)."""
         page = self.page
         if self.navigating is None or page is None or self.closed or self.crashed:
             return
         self.navigating = None
-        with contextlib.suppress(PlaywrightError, TimeoutError):
-            async with asyncio.timeout(STOP_S):
-                cdp = await page.context.new_cdp_session(page)
-                try:
-                    await cdp.send("Page.stopLoading")
-                finally:
-                    await quietly(cdp.detach())
+        self._stopping = spawn(_stop_loading(page))
 
     async def await_state_event(self, grace_s: float) -> None:
         """After a "target closed/aborted" error, give the crash/close/disconnect event time to land."""
