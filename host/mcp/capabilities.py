@@ -7,7 +7,9 @@ registering prompts or resources later (e.g. resources for run artifacts) turns 
 
 - `initialize` and `server/discover` advertise `prompts` / `resources` only when some exist;
 - their methods answer -32601 (method not found) while nothing is behind them;
-- `prompts/get` of an unknown name is -32602 (invalid params), as the MCP spec says.
+- `prompts/get` of an unknown name is -32602 (invalid params), as the MCP spec says;
+- so is `tools/call` of an unknown tool (the spec's own example), its data the uniform error body — the
+  SDK answered a tool result with the bare text "Unknown tool: x" and no errorCode or hint.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.types import INVALID_PARAMS, METHOD_NOT_FOUND
+
+from rpc.errors import BoxwrightError, ErrorCode
 
 FEATURE_OF_METHOD = {
     "prompts/list": "prompts",
@@ -56,6 +60,16 @@ class OfferOnlyWhatExists:
             name = (ctx.params or {}).get("name")
             if name not in await self._prompt_names():
                 raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}", data={"name": name})
+        if ctx.method == "tools/call":
+            name = (ctx.params or {}).get("name")
+            if name not in {t.name for t in await self.server.list_tools()}:
+                unknown = BoxwrightError(
+                    ErrorCode.INVALID_PARAMETER,
+                    f"Unknown tool: {name}",
+                    hint="tools/list shows the tools this server offers (BOXWRIGHT_TOOLSETS may leave groups out)",
+                    details={"name": name},
+                )
+                raise MCPError(code=INVALID_PARAMS, message=unknown.message, data=unknown.to_body().model_dump())
         result = await call_next(ctx)
         if ctx.method in ADVERTISING_METHODS and isinstance(result, dict):
             capabilities = result.get("capabilities")

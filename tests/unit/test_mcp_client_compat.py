@@ -135,6 +135,18 @@ async def test_nothing_behind_prompts_and_resources_means_not_advertised_and_met
             assert info.value.error.code == -32601
 
 
+async def test_an_unknown_tool_is_invalid_params_with_the_uniform_body() -> None:
+    """The MCP spec's answer to an unknown tool (-32602), with errorCode and recoverHint in its data — the
+    SDK answered a tool result of bare text."""
+    async with Client(toy_server()) as client:
+        assert (await client.call_tool("hello", {})).content[0].text == "hi"
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("no_such_tool", {})
+        assert info.value.error.code == -32602 and info.value.error.message == "Unknown tool: no_such_tool"
+        body = info.value.error.data
+        assert body["errorCode"] == "INVALID_PARAMETER" and "tools/list" in body["recoverHint"]
+
+
 async def test_registering_resources_later_turns_them_on() -> None:
     server = toy_server()
 
