@@ -149,6 +149,12 @@ class RunnerLink:
     async def call(self, method: Method[Any, Any], params: Params, deadline: Deadline) -> Result:
         """Forward one call with what is left of the deadline; the daemon's errors are re-raised as-is."""
         conn = self._conn
+        if conn is not None and conn.open and _stopped(conn.pid):
+            # Code it ran can stop it (kill -STOP: same user): it would take every call until its timeout,
+            # for good. Dropped, the host starts a new daemon (which ends the old one) and calls again.
+            log.warning("code runner (pid %d) is stopped (SIGSTOP): dropped for a new one", conn.pid)
+            await self._drop(conn)
+            raise _unavailable(f"the code runner (pid {conn.pid}) was stopped by a signal", self.socket_path)
         if conn is None or not conn.open or conn.writer.is_closing():
             raise _unavailable("no code runner is connected", self.socket_path)
         request_id = next(self._ids)
@@ -203,6 +209,16 @@ class RunnerLink:
         if conn.task is not None and conn.task is not asyncio.current_task():
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(conn.task), 2.0)
+
+
+def _stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (state T in /proc/<pid>/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            state = stat_file.read().rsplit(b")", 1)[1].split()[0]  # after the command name, which may hold ')'
+    except (OSError, IndexError):
+        return False
+    return state == b"T"
 
 
 def remove_stale_socket(path: str) -> None:

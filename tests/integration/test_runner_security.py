@@ -151,3 +151,20 @@ async def test_a_run_whose_runner_dies_is_not_run_again(http_server: HttpServer,
             assert (await s.ok("file_read", {"path": "runs.txt"}))["content"] == "ran\n"
         finally:
             await s.ok("sandbox_destroy", {"sandboxId": sid})
+
+
+async def test_a_runner_stopped_by_its_code_is_replaced(http_server: HttpServer, tokens: dict) -> None:
+    """The code stops its own runner (kill -STOP: same user): that call ends at its deadline, and the next
+    one gets a fresh runner instead of every call timing out for good."""
+    async with http_session(http_server.url, tokens["alice"]) as s:
+        sid = (await s.ok("sandbox_create"))["sandboxId"]
+        try:
+            code = "echo stopping >> /workspace/runs.txt; kill -STOP $PPID; sleep 5"
+            stuck = await s.error("code_run", {"language": "bash", "code": code, "timeoutMs": 1500})
+            assert stuck.code in ("RPC_TIMEOUT", "OPERATION_TIMEOUT"), stuck.text
+            fresh = await s.ok("code_run", {"language": "bash", "code": "echo fresh"})
+            assert fresh["stdout"] == "fresh\n"
+            assert (await s.ok("process_list"))["processes"] == []
+            assert (await s.ok("file_read", {"path": "runs.txt"}))["content"] == "stopping\n"  # never run twice
+        finally:
+            await s.ok("sandbox_destroy", {"sandboxId": sid})

@@ -7,6 +7,7 @@ import base64
 import grp
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -499,3 +500,23 @@ def test_the_agent_takes_its_hashes_from_a_secrets_file(monkeypatch: pytest.Monk
         with_secrets_file(str(tmp_path / "missing.env"))
     with pytest.raises(SystemExit):
         load_or_exit("agent", agent=True)
+
+
+def test_a_stopped_process_is_told_apart() -> None:
+    """What the agent reads of its runner before each call: stopped (kill -STOP) or not."""
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not code_client._stopped(proc.pid)
+        os.kill(proc.pid, signal.SIGSTOP)
+        for _ in range(100):
+            if code_client._stopped(proc.pid):
+                break
+            time.sleep(0.01)
+        assert code_client._stopped(proc.pid)
+        os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(0.05)
+        assert not code_client._stopped(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not code_client._stopped(proc.pid)  # gone: not stopped
