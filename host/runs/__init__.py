@@ -6,6 +6,6 @@ rule), driver (one run in its sandbox: task.start, long-poll, host backstop, art
 sandbox release), live (a run in flight: what only memory holds), records (the stored record and
 its MCP views), store (run records and artifact bytes under the state directory: atomic writes,
 700/600, a liveness lock per run in flight), artifacts (ArtifactStore: owned, chunked, expiring),
-queue (the global FIFO of maxConcurrentRuns slots). Throw-away sandboxes come from
+queue (the global maxConcurrentRuns slots, shared fairly between owners). Throw-away sandboxes come from
 host.sandboxes.jobs.
 """

@@ -4,8 +4,8 @@
   exactly like a missing one, and lists show only your own.
 - Checked first: template, version, trust level, inputs and the sandbox/session asked for are all
   checked before anything is opened or queued.
-- Queued: at most maxConcurrentRuns (5) execute at once, the rest wait in FIFO order (host.runs.queue);
-  a queued run that is canceled ends at once.
+- Queued: at most maxConcurrentRuns (5) execute at once, the rest wait (fair between owners, in order
+  for one: host.runs.queue); a queued run that is canceled ends at once.
 - Durable: records and artifacts live in the store (host.runs.store) for the retention time after a
   run ends, across sandbox removal and server restarts. The restart rule: a run that was not finished
   when its server died is ended `failed` (EXECUTION_ERROR, details.reason "server_stopped") when the
