@@ -15,7 +15,7 @@ MAX_CODE_TIMEOUT_MS = 600_000
 DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
 # Per stream and call. More output: write it to a file and read it in parts.
 MAX_OUTPUT_BYTES = 1024 * 1024
-# What one stream's text may take in a tool result (rpc.paging.result_size): both streams then fit one
+# What one stream's text may take in a tool result (rpc.sizes.result_size): both streams then fit one
 # MCP message. Ordinary output at the largest cap stays well under it; a flood of short lines, control
 # characters (\u0001: 6 + 7 bytes each) or invalid bytes has its middle cut further (truncated=true).
 MAX_OUTPUT_WIRE_BYTES = 2816 * 1024

@@ -23,7 +23,7 @@ Encoding = Literal["utf-8", "base64"]
 
 MIB = 1024 * 1024
 MAX_READ_BYTES = 1 * MIB
-# What a text read's content may take in a tool result (rpc.paging.result_size); a part of short lines or
+# What a text read's content may take in a tool result (rpc.sizes.result_size); a part of short lines or
 # control characters (\u0001: 6 + 7 bytes each) comes back shorter than `limit`, the rest from nextOffset.
 MAX_READ_WIRE_BYTES = 5 * MIB + MIB // 2
 DEFAULT_READ_BYTES = MAX_READ_BYTES

@@ -99,23 +99,34 @@ class _Leaving:
     while the navigation is under way; before this, every call including goto failed DIALOG_PENDING and only
     closing the tab got out. Registered after Tab's own listener, so a dialog is already in tab.dialogs here."""
 
-    def __init__(self, tab: Tab, page: Page) -> None:
+    def __init__(self, tab: Tab, page: Page, url: str) -> None:
         self.tab = tab
         self.page = page
+        self.url = url
+        self.answered: set[str] = set()  # addresses of the main frame's navigation answers since the start
         self.committed = False  # the main frame shows the new document: its dialogs are the caller's
         self.new_dialog = asyncio.Event()
 
     def __enter__(self) -> _Leaving:
+        self.page.on("response", self._on_response)
         self.page.on("framenavigated", self._on_navigated)
         self.page.on("dialog", self._on_dialog)
         return self
 
     def __exit__(self, *_exc: object) -> None:
+        self.page.remove_listener("response", self._on_response)
         self.page.remove_listener("framenavigated", self._on_navigated)
         self.page.remove_listener("dialog", self._on_dialog)
 
+    def _on_response(self, response: Response) -> None:
+        with contextlib.suppress(PlaywrightError):  # a service worker's request has no frame
+            if response.request.is_navigation_request() and response.request.frame is self.page.main_frame:
+                self.answered.add(response.url)
+
     def _on_navigated(self, frame: Frame) -> None:
-        if frame is self.page.main_frame:
+        # Only this navigation's document: the commit of an earlier one (a goto that ended at its page's
+        # alert) may be reported after this one started, and that page's alerts are still the page left's.
+        if frame is self.page.main_frame and (frame.url in self.answered or frame.url == self.url):
             self.committed = True
 
     def _on_dialog(self, dialog: Dialog) -> None:
@@ -149,7 +160,7 @@ async def open_url(tab: Tab, url: str, wait_until: WaitUntil, budget: Budget) ->
     page = tab.check(dialogs_ok=True)
     log.debug("goto %s in %s/%s", redact(url), tab.session.id, tab.id)
     mark = tab.mark()
-    with _Leaving(tab, page) as leaving:
+    with _Leaving(tab, page, url) as leaving:
         await tab.leave_dialogs()
         try:
             response = await tab.guard(leaving.goto(url, wait_until, budget.ms()), dialogs_ok=True)

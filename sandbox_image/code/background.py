@@ -30,7 +30,7 @@ from rpc.models.code import (
     ProcessOutputParams,
     ProcessOutputResult,
 )
-from rpc.paging import result_size
+from rpc.sizes import result_size
 from sandbox_image.code.outputs import RingBuffer
 from sandbox_image.code.procs import exit_code, kill_session_now, signal_group
 from sandbox_image.code.runner import DRAIN_GRACE_S, CodeRunner

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rpc.models.code import MAX_OUTPUT_WIRE_BYTES
-from rpc.paging import head_and_tail, result_size
+from rpc.sizes import head_and_tail, result_size
 from sandbox_image.utf8 import complete_prefix_len
 
 

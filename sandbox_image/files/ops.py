@@ -34,7 +34,7 @@ from rpc.models.files import (
     FileWriteParams,
     FileWriteResult,
 )
-from rpc.paging import cap_text, result_size
+from rpc.sizes import cap_text, result_size
 from sandbox_image.files.names import fs_path, printable, wire_path
 from sandbox_image.files.workspace import Target, Workspace, kind_of, os_error, split_relative
 from sandbox_image.utf8 import complete_prefix_len, ends_inside_sequence, is_continuation

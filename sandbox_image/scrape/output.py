@@ -18,7 +18,8 @@ from rpc.models.scrape import (
     MAX_SCREENSHOT_BYTES,
     ScrapeMetadata,
 )
-from rpc.paging import json_size, text_part
+from rpc.paging import text_part
+from rpc.sizes import json_size
 from sandbox_image.browser.screenshot import png_size
 from sandbox_image.browser.tab import Tab
 

@@ -21,7 +21,7 @@ from rpc.models.code import (
     ProcessOutputParams,
 )
 from rpc.models.files import MAX_READ_BYTES, MAX_READ_WIRE_BYTES, FileReadParams
-from rpc.paging import result_size
+from rpc.sizes import result_size
 from sandbox_image.code.background import ProcessManager
 from sandbox_image.code.outputs import CappedBuffer
 from sandbox_image.code.runner import CodeRunner

@@ -20,7 +20,8 @@ from aiohttp import web
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.scrape import MAX_CONTENT_BYTES, MAX_PAGE_BYTES, ScrapePageParams
-from rpc.paging import cap_text, json_size, text_part
+from rpc.paging import cap_text, text_part
+from rpc.sizes import json_size
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.scrape import frames, reading
 from sandbox_image.scrape import service as scrape_service
