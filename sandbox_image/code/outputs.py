@@ -21,6 +21,7 @@ class CappedBuffer:
         self._head = bytearray()
         self._tail = bytearray()
         self.total = 0
+        self._squeezed = False  # text() cut more than the cap, for the text to fit MAX_OUTPUT_WIRE_BYTES in a result
 
     def write(self, data: bytes) -> None:
         self.total += len(data)
@@ -36,8 +37,6 @@ class CappedBuffer:
     @property
     def truncated(self) -> bool:
         return self.total > self.cap or self._squeezed
-
-    _squeezed = False  # text() cut more than the cap, for the text to fit MAX_OUTPUT_WIRE_BYTES in a result
 
     def text(self) -> str:
         """The captured output as text (UTF-8, invalid bytes replaced), with a marker where bytes were cut."""
