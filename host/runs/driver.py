@@ -213,7 +213,8 @@ class RunDriver:
             partial = await self.sandboxes.agent.call(
                 sandbox.endpoint, methods.TASK_STATUS, params, Deadline.after(PARTIAL_WAIT_S)
             )
-        if partial.result is not None:
+        # Asked while the sandbox goes, the answer may come after the run ended by itself: its own result stays.
+        if partial.result is not None and (sandbox is None or live.following):
             live.record.result = partial.result.model_dump(mode="json")
 
     async def _copy_artifacts(self, live: LiveRun, status: TaskStatus) -> list[ArtifactRef]:
