@@ -306,15 +306,23 @@ async def _done_at_least(mcp: Session, run_id: str, n: int) -> bool:
     return (await mcp.ok("get_task_run", {"runId": run_id}))["progress"]["doneSteps"] >= n
 
 
+async def _slow_batch_under_way(
+    mcp: Session, site: TaskSite, key: str, *, pages: int, done: int
+) -> tuple[str, list[str], dict[str, Any]]:
+    """A sandbox of its own with an async batch of slow pages in it, `done` of them read: (sandbox, urls, run)."""
+    sid = (await mcp.ok("sandbox_create"))["sandboxId"]
+    urls = [site.url(f"/slow/{key}{i}") for i in range(pages)]
+    args = {"templateId": "batch_extract_pages", "sandboxId": sid, "inputs": {"urls": urls, "concurrency": 1}}
+    run = await mcp.ok("run_task_template", {**args, "options": {"mode": "async"}})
+    await until(lambda: _done_at_least(mcp, run["runId"], done))
+    return sid, urls, run
+
+
 async def test_a_run_whose_sandbox_is_destroyed_keeps_what_it_finished(services: Services, site: TaskSite) -> None:
     """Its sandbox destroyed under it, a run ends failed saying so (not "agent unreachable … destroy the
     sandbox"), with the pages it had read as its partial result."""
     async with services.running(), client(services) as mcp:
-        sid = (await mcp.ok("sandbox_create"))["sandboxId"]
-        urls = [site.url(f"/slow/d{i}") for i in range(8)]
-        args = {"templateId": "batch_extract_pages", "sandboxId": sid, "inputs": {"urls": urls, "concurrency": 1}}
-        run = await mcp.ok("run_task_template", {**args, "options": {"mode": "async"}})
-        await until(lambda: _done_at_least(mcp, run["runId"], 2))
+        sid, urls, run = await _slow_batch_under_way(mcp, site, "d", pages=8, done=2)
         await mcp.ok("sandbox_destroy", {"sandboxId": sid})
         ended = await finish(mcp, run["runId"])
         assert ended["status"] == "failed"
@@ -439,11 +447,7 @@ async def test_a_run_does_not_undo_its_owners_pause(
     calls, not the owner's) leave it paused; resumed, the run goes on to its end."""
     monkeypatch.setattr(driver, "STATUS_WAIT_MS", 300)  # polls come often: each would have woken it
     async with services.running(), client(services) as mcp:
-        sid = (await mcp.ok("sandbox_create"))["sandboxId"]
-        urls = [site.url(f"/slow/z{i}") for i in range(4)]
-        args = {"templateId": "batch_extract_pages", "sandboxId": sid, "inputs": {"urls": urls, "concurrency": 1}}
-        run = await mcp.ok("run_task_template", {**args, "options": {"mode": "async"}})
-        await until(lambda: _done_at_least(mcp, run["runId"], 1))
+        sid, _, run = await _slow_batch_under_way(mcp, site, "z", pages=4, done=1)
         await mcp.ok("sandbox_pause", {"sandboxId": sid, "force": True})
         await anyio.sleep(4)  # past several polls and their RPC timeout
         listed = (await mcp.ok("sandbox_list"))["sandboxes"]
