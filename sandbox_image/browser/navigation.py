@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import GotoParams, GotoResult, HistoryParams, HistoryResult, WaitUntil, origin_of
-from sandbox_image.browser.background import consume
 from sandbox_image.browser.errors import (
     AUTH_ERROR,
     NET_ERROR,
@@ -20,12 +18,10 @@ from sandbox_image.browser.errors import (
     clean_message,
     execution_error,
 )
+from sandbox_image.browser.leaving import Leaving
 from sandbox_image.browser.tab import NavigationMark, Tab
 from sandbox_image.browser.timeouts import Budget
 from sandbox_image.browser.urls import check_url, redact
-
-if TYPE_CHECKING:
-    from playwright.async_api import Dialog, Frame, Page, Response
 
 log = logging.getLogger("boxwright.agent.browser")
 
@@ -91,77 +87,14 @@ async def navigation_failed(
     )
 
 
-class _Leaving:
-    """While goto leaves a page: the dialogs that page opens are answered at once, and those of the page gone
-    to stop the navigation as DIALOG_PENDING (its load event waits for them: goto would time out).
-
-    A page that alerts in a loop (setInterval) opens the next alert as soon as one is answered, and may do so
-    while the navigation is under way; before this, every call including goto failed DIALOG_PENDING and only
-    closing the tab got out. Registered after Tab's own listener, so a dialog is already in tab.dialogs here."""
-
-    def __init__(self, tab: Tab, page: Page, url: str) -> None:
-        self.tab = tab
-        self.page = page
-        self.url = url
-        self.answered: set[str] = set()  # addresses of the main frame's navigation answers since the start
-        self.committed = False  # the main frame shows the new document: its dialogs are the caller's
-        self.new_dialog = asyncio.Event()
-
-    def __enter__(self) -> _Leaving:
-        self.page.on("response", self._on_response)
-        self.page.on("framenavigated", self._on_navigated)
-        self.page.on("dialog", self._on_dialog)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.page.remove_listener("response", self._on_response)
-        self.page.remove_listener("framenavigated", self._on_navigated)
-        self.page.remove_listener("dialog", self._on_dialog)
-
-    def _on_response(self, response: Response) -> None:
-        with contextlib.suppress(PlaywrightError):  # a service worker's request has no frame
-            if response.request.is_navigation_request() and response.request.frame is self.page.main_frame:
-                self.answered.add(response.url)
-
-    def _on_navigated(self, frame: Frame) -> None:
-        # Only this navigation's document: the commit of an earlier one (a goto that ended at its page's
-        # alert) may be reported after this one started, and that page's alerts are still the page left's.
-        if frame is self.page.main_frame and (frame.url in self.answered or frame.url == self.url):
-            self.committed = True
-
-    def _on_dialog(self, dialog: Dialog) -> None:
-        if not any(p.dialog is dialog for p in self.tab.dialogs):  # a scrape tab answers every dialog itself
-            return
-        if self.committed:
-            self.new_dialog.set()
-        else:
-            self.tab.leave_dialog(dialog)
-
-    async def goto(self, url: str, wait_until: WaitUntil, timeout_ms: float) -> Response | None:
-        """page.goto, ended by the first dialog of the new page (DIALOG_PENDING) as Tab.guard would end it."""
-        task = asyncio.ensure_future(self.page.goto(url, wait_until=wait_until, timeout=timeout_ms))
-        waiter = asyncio.ensure_future(self.new_dialog.wait())
-        try:
-            await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-            if not task.done():
-                task.cancel()
-                task.add_done_callback(consume)
-        if not task.done():
-            raise self.tab.dialog_error()
-        return task.result()
-
-
 async def open_url(tab: Tab, url: str, wait_until: WaitUntil, budget: Budget) -> int | None:
     """Navigate the tab; the HTTP status of the main document (None for about:/data:). Dialogs of the page it
-    shows are answered first, as a user leaving the page would (see _Leaving)."""
+    shows are answered first, as a user leaving the page would (see leaving)."""
     url = check_url(url)
     page = tab.check(dialogs_ok=True)
     log.debug("goto %s in %s/%s", redact(url), tab.session.id, tab.id)
     mark = tab.mark()
-    with _Leaving(tab, page, url) as leaving:
-        await tab.leave_dialogs()
+    async with Leaving(tab, page, url) as leaving:
         try:
             response = await tab.guard(leaving.goto(url, wait_until, budget.ms()), dialogs_ok=True)
         except PlaywrightTimeoutError:

@@ -117,6 +117,7 @@ class Tab:
         self.error_pages = 0  # Chromium error pages the main frame has shown (a failed navigation's)
         self.main_status: int | None = None  # HTTP status of the main document, when it came over HTTP
         self.dismiss_dialogs = False  # dismiss dialogs at once instead of waiting for browser.handle_dialog (scrape)
+        self.document_dialogs = 0  # dialogs the main frame's current document has opened (see leaving)
         self._title = ""
         self._broken = asyncio.Event()  # crashed or closed
         self._dialog_opened = asyncio.Event()
@@ -145,6 +146,7 @@ class Tab:
         self.refs.advance()
         if frame is page.main_frame:
             self._title = ""
+            self.document_dialogs = 0
             if frame.url.startswith(ERROR_PAGE):
                 self.error_pages += 1
                 self._error_page.set()
@@ -155,6 +157,7 @@ class Tab:
             return
         info = DialogInfo(type=dialog.type, message=cap(dialog.message), defaultValue=cap(dialog.default_value) or None)
         self.dialogs.append(PendingDialog(dialog, info))
+        self.document_dialogs += 1
         self._dialog_opened.set()
 
     def _on_crash(self, page: Page, _page: Page) -> None:
@@ -317,17 +320,25 @@ class Tab:
         if not self.dialogs:
             self._dialog_opened.clear()
 
+    def _take_dialog(self, dialog: Dialog) -> PendingDialog | None:
+        pending = next((p for p in self.dialogs if p.dialog is dialog), None)
+        if pending is not None:
+            self.dialogs.remove(pending)
+            self.dialog_handled()
+        return pending
+
     def leave_dialog(self, dialog: Dialog) -> bool:
         """Answer a pending dialog as a user leaving its page would (OK to a beforeunload — dismissed, it
         would cancel the navigation — dismiss to anything else), in the background; False when the tab
         does not hold it (a scrape tab answers every dialog itself)."""
-        pending = next((p for p in self.dialogs if p.dialog is dialog), None)
-        if pending is None:
-            return False
-        self.dialogs.remove(pending)
-        self.dialog_handled()
-        spawn(_answer_as_leaving(pending))
-        return True
+        pending = self._take_dialog(dialog)
+        if pending is not None:
+            spawn(_answer_as_leaving(pending))
+        return pending is not None
+
+    def drop_dialog(self, dialog: Dialog) -> None:
+        """Forget a dialog Chromium closes itself (its document is gone), without answering it."""
+        self._take_dialog(dialog)
 
     async def leave_dialogs(self) -> None:
         """Answer every dialog open now, as the page is being left (see leave_dialog)."""
