@@ -18,6 +18,10 @@ from sandbox_image.files.workspace import Workspace
 # After the main process exits and its session is killed, wait this long for the pipes to drain.
 # Only a process that escaped the session (setsid) keeps them open longer; then we stop reading.
 DRAIN_GRACE_S = 0.5
+# What a timed-out run needs after its timeout to answer in time: killing its session (kill_session: up to
+# 0.2 s of passes), reaping, the orphans sweep and the reply — on a busy machine. Its timeout fires this much
+# before the operation's deadline; only a deadline shorter than the run's own timeoutMs brings it into play.
+CLEANUP_S = 0.35
 
 
 class CodeRunner:
@@ -39,9 +43,9 @@ class CodeRunner:
         return cwd, env, write_script(params, self.settings.runner_scratch)
 
     async def run_sync(self, params: CodeRunParams, deadline: Deadline) -> CodeRunResult:
-        # The run's own timeout fires inside the handler's deadline, so a timed-out run still answers
-        # with its output and `timedOut: true` instead of an OPERATION_TIMEOUT.
-        timeout = LADDER.operation(deadline, params.timeoutMs).remaining()
+        # The run's own timeout fires inside the handler's deadline, early enough for the clean-up, so a
+        # timed-out run still answers with its output and `timedOut: true` instead of an OPERATION_TIMEOUT.
+        timeout = LADDER.operation(deadline.child(CLEANUP_S), params.timeoutMs).remaining()
         run_id = "run_" + secrets.token_hex(6)
         cwd, env, script = self.prepare(params, run_id)
         stdout, stderr = CappedBuffer(params.maxOutputBytes), CappedBuffer(params.maxOutputBytes)
@@ -79,7 +83,8 @@ class CodeRunner:
             duration_ms = int((time.monotonic() - started) * 1000)
             # A sync run leaves nothing behind; long-lived processes belong in background runs.
             await kill_session(proc.pid)
-            await asyncio.wait([protocol.done for _, protocol in readers], timeout=DRAIN_GRACE_S)
+            drain = min(DRAIN_GRACE_S, LADDER.operation(deadline).remaining())  # never past the answer's time
+            await asyncio.wait([protocol.done for _, protocol in readers], timeout=max(drain, 0.01))
         finally:
             if proc is not None:  # also when cancelled (deadline, shutdown) half-way through
                 kill_session_now(proc.pid)

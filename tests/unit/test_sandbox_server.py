@@ -314,6 +314,23 @@ async def test_code_run_timeout_is_bounded_by_the_deadline(
     assert time.monotonic() - started < 10
 
 
+async def test_a_timed_out_run_answers_in_time_even_when_what_it_left_holds_its_output_open(
+    agent_with_runner: Client, auth_headers: dict[str, str]
+) -> None:
+    """A process that left the run's session (setsid) keeps the pipes open: the drain after the timeout must
+    not run past the deadline (it waited its full 0.5 s and the answer came as OPERATION_TIMEOUT)."""
+    body = await call(
+        agent_with_runner,
+        auth_headers,
+        "code.run",
+        language="bash",
+        code="echo before; setsid sleep 30 & sleep 30",
+        timeoutMs=30_000,
+        deadlineMs=1500,
+    )
+    assert body["result"]["timedOut"] is True and body["result"]["stdout"] == "before\n", body
+
+
 async def test_background_processes_through_the_agent(agent_with_runner: Client, auth_headers: dict[str, str]) -> None:
     started = await call(
         agent_with_runner, auth_headers, "code.run", language="bash", code="echo up; sleep 100", background=True
