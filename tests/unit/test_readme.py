@@ -12,6 +12,7 @@ from pydantic_core import PydanticUndefined
 from host.config import Settings
 from rpc.deadline import LADDER
 from rpc.settings import EnvSettings
+from sandbox_image.code.runner import CLEANUP_S
 from sandbox_image.config import SandboxSettings
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -27,7 +28,8 @@ def ladder_table() -> str:
         ("---", "---", "---"),
         (
             "the operation in the sandbox (a code run, a browser step)",
-            f"its own `timeoutMs`, and {_s(LADDER.operation_s)} before its handler's",
+            f"its own `timeoutMs`, and {_s(LADDER.operation_s)} before its handler's "
+            f"(a code run {_s(LADDER.operation_s + CLEANUP_S)}, to kill what it started)",
             "a structured answer: `timedOut: true`, `NAVIGATION_TIMEOUT`, `ELEMENT_NOT_FOUND`, …",
         ),
         (
