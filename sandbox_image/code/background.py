@@ -254,6 +254,8 @@ class ProcessManager:
             if wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(managed.finished.wait(), wait)
+            if not managed.running:  # what outlived it (a child deaf to INT or TERM) was orphaned just now
+                await self.runner.children.end_orphans()
         return ProcessKillResult(processId=managed.process_id, running=managed.running, exitCode=managed.exit_code)
 
     async def shutdown(self) -> None:

@@ -85,7 +85,9 @@ async def test_frozen_agent_times_out_at_rpc_layer_and_others_keep_working(
             await s.ok("sandbox_destroy", {"sandboxId": sid})
 
 
-async def test_background_process_output_and_kill(http_server: HttpServer, tokens: dict) -> None:
+async def test_background_process_output_and_kill(
+    http_server: HttpServer, tokens: dict, docker_client: docker.DockerClient
+) -> None:
     async with http_session(http_server.url, tokens["alice"]) as s:
         sid = (await s.ok("sandbox_create"))["sandboxId"]
         try:
@@ -111,5 +113,12 @@ async def test_background_process_output_and_kill(http_server: HttpServer, token
             assert final["running"] is False and final["exitCode"] == 143
             missing = await s.error("process_kill", {"processId": "proc_nope"})
             assert missing.code == "PROCESS_NOT_FOUND"
+            # INT ends the shell, not its child that ignores INT: the kill does not leave that one running.
+            code = "bash -c 'trap \"\" INT; echo ready; sleep 307' & sleep 306"
+            deaf = (await s.ok("code_run", {"language": "bash", "code": code, "background": True}))["processId"]
+            assert "ready" in (await s.ok("process_output", {"processId": deaf, "waitMs": 3000}))["output"]
+            interrupted = await s.ok("process_kill", {"processId": deaf, "signal": "INT"})
+            assert interrupted["running"] is False and interrupted["exitCode"] == 130
+            assert "sleep 307" not in processes(container_of(docker_client, sid))
         finally:
             await s.ok("sandbox_destroy", {"sandboxId": sid})
