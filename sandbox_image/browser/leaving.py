@@ -86,9 +86,15 @@ class Leaving:
         self.page.on("dialog", self._on_dialog)
         # Page.enable waits for the renderer, which an open dialog blocks: the dialogs go first.
         watching = asyncio.ensure_future(self._watch_chromium()) if self.tab.document_dialogs else None
-        await self.tab.leave_dialogs()
-        if watching is not None:
-            await watching
+        try:
+            await self.tab.leave_dialogs()
+            if watching is not None:
+                await watching
+        except BaseException:  # the call's deadline: nothing of ours stays on the page
+            if watching is not None:
+                watching.cancel()
+            await self.__aexit__()
+            raise
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
