@@ -14,6 +14,8 @@ from anyio.abc import TaskGroup, TaskStatus
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
+from host.mcp.hosts import CanonicalHost
+
 log = logging.getLogger("boxwright.live")
 
 HOST = "127.0.0.1"
@@ -62,6 +64,7 @@ class LoopbackListener:
 
     async def _serve(self, routes: list[BaseRoute], *, task_status: TaskStatus[str]) -> None:
         app = Starlette(routes=routes)
+        app.add_middleware(CanonicalHost)
         config = uvicorn.Config(
             app, host=HOST, port=self.port, log_level="warning", lifespan="off", ws="websockets-sansio"
         )

@@ -8,6 +8,10 @@ it is bound to. Protection is always on; the lists are the operator's (`allowed_
 
 Each with any port (`name:*`) or none: DNS rebinding shows in the name, and a proxy on another port
 (or on 80) is common; origins are http:// and https:// of each allowed host.
+
+Names are compared without regard to case, as DNS compares them (`LOCALHOST:8000` is `localhost:8000`):
+the lists are kept in lower case and CanonicalHost lowers the request's Host and Origin before the
+SDK's exact comparison sees them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import re
 from collections.abc import Sequence
 
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from host import netinfo
 
@@ -52,7 +57,7 @@ def default_hosts(bind: str) -> list[str]:
         names = ["127.0.0.1", "::1", *netinfo.machine_names(), *netinfo.local_addresses()]
     else:
         names = [bind, *netinfo.machine_names()]
-    values = [_host_value(n) for n in dict.fromkeys(names)]
+    values = [_host_value(n) for n in dict.fromkeys(n.lower() for n in names)]
     return [f"{v}:*" for v in values] + values
 
 
@@ -70,13 +75,36 @@ def transport_security(
     bind: str, hosts: Sequence[str] | None = None, origins: Sequence[str] | None = None
 ) -> TransportSecuritySettings:
     """The SDK's Host/Origin checks for a server bound to `bind`; ValueError for a bad or empty list."""
-    allowed = list(hosts) if hosts is not None else default_hosts(bind)
+    allowed = [h.lower() for h in hosts] if hosts is not None else default_hosts(bind)
     if not allowed:
         raise ValueError("no Host header would be accepted: name at least one allowed host")
     allowed_origins = (
-        list(origins) if origins is not None else [f"{scheme}://{h}" for h in allowed for scheme in ("http", "https")]
+        [o.lower() for o in origins]
+        if origins is not None
+        else [f"{scheme}://{h}" for h in allowed for scheme in ("http", "https")]
     )
     check_entries(allowed, allowed_origins)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=allowed, allowed_origins=allowed_origins
     )
+
+
+_CASELESS = (b"host", b"origin")
+
+
+class CanonicalHost:
+    """Lowers the Host and Origin headers of every HTTP request and WebSocket handshake, so the SDK's
+    exact comparison with the (lower-case) allowed lists treats names as DNS does. An Origin's path
+    part cannot occur (an origin is scheme://host[:port]), so lowering the whole value changes nothing
+    but the case of the scheme and the name."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = scope.get("headers") or []
+            if any(name in _CASELESS and value != value.lower() for name, value in headers):
+                lowered = [(n, v.lower() if n in _CASELESS else v) for n, v in headers]
+                scope = {**scope, "headers": lowered}
+        await self.app(scope, receive, send)

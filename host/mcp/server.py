@@ -22,7 +22,7 @@ from host.mcp.auth import BearerAuthMiddleware, TokenStore
 from host.mcp.caller import CallerResolver
 from host.mcp.capabilities import offer_only_what_exists
 from host.mcp.event_store import RETRY_INTERVAL_MS, EventLog, give_each_session_its_own_events
-from host.mcp.hosts import is_loopback, transport_security
+from host.mcp.hosts import CanonicalHost, is_loopback, transport_security
 from host.mcp.registry import ToolSpec, build_tool
 from host.mcp.request_limit import MAX_REQUEST_BYTES, RequestSizeLimit
 from host.mcp.resources import register_resources
@@ -139,6 +139,7 @@ def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) ->
     # bearer middleware lets them through (a person's browser cannot send a bearer token).
     app.router.routes.extend(services.live.serve_on(f"http://{_url_host(host)}:{port}", security))
     app.add_middleware(RequestSizeLimit)
+    app.add_middleware(CanonicalHost)
     app.state.allowed_hosts = security.allowed_hosts
     # Always: it is the one place a request's identity comes from (owner `local` without tokens).
     app.add_middleware(BearerAuthMiddleware, tokens=tokens if len(tokens) else None, open_prefixes=("/live/",))

@@ -223,6 +223,7 @@ async def test_live_routes_on_the_http_server_check_origin_and_credentials(
         assert page.status_code == 200 and "canvas" in page.text
         assert "script-src 'self'" in page.headers["content-security-policy"]
         assert (await http.get(f"/live/{view.view_id}", headers={"Host": "evil.example"})).status_code == 421
+        assert (await http.get(f"/live/{view.view_id}", headers={"Host": "LocalHost:8765"})).status_code == 200
         session_url = f"/live/{view.view_id}/session"
         cross = await http.post(session_url, json={"token": token}, headers={"Origin": "http://127.0.0.1:9999"})
         assert cross.status_code == 403  # another local port is another origin

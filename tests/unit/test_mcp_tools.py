@@ -220,14 +220,19 @@ INIT = {
     ("bind", "good", "bad"),
     [
         ("0.0.0.0", [f"{socket.gethostname()}:8765", "127.0.0.1:8765"], ["0.0.0.0:8765", "evil.example:8765"]),
-        ("127.0.0.2", ["127.0.0.2:8765", "localhost:9999", "localhost"], ["evil.example:8765", "127.0.0.3:8765"]),
+        (
+            "127.0.0.2",
+            ["127.0.0.2:8765", "localhost:9999", "localhost", "LocalHost:9999"],
+            ["evil.example:8765", "127.0.0.3:8765", "EVIL.example"],
+        ),
     ],
 )
 async def test_host_headers_are_checked_on_every_bind(
     services: Services, tmp_path, bind: str, good: list[str], bad: list[str]
 ) -> None:
     """A server on 0.0.0.0 accepts this machine's names (not only the literal 0.0.0.0); one on 127.0.0.2 is
-    protected like one on 127.0.0.1 (the SDK leaves it open)."""
+    protected like one on 127.0.0.1 (the SDK leaves it open). Names compare as DNS compares them, without
+    regard to case (the SDK compares exactly: LOCALHOST was refused with 421)."""
     path = tmp_path / "tokens.json"
     auth = {"Authorization": f"Bearer {TokenStore.add(path, 'alice')}", "Accept": "application/json, text/event-stream"}
     app, server = http_app(services, host=bind, port=8765, tokens=TokenStore.load(path))
@@ -241,10 +246,12 @@ async def test_host_headers_are_checked_on_every_bind(
             assert (await http.post("/mcp", json=INIT, headers={**auth, "Host": host})).status_code == 421, host
         evil = {**auth, "Host": good[0], "Origin": "http://evil.example"}
         assert (await http.post("/mcp", json=INIT, headers=evil)).status_code == 403
+        shouting = {**auth, "Host": good[0].upper(), "Origin": f"HTTP://{good[0].upper()}"}
+        assert (await http.post("/mcp", json=INIT, headers=shouting)).status_code == 200
 
 
 def test_allowed_hosts_are_the_operators_when_given(host_settings) -> None:
-    security = transport_security("0.0.0.0", ["mcp.example.org", "10.0.0.5:*"])
+    security = transport_security("0.0.0.0", ["MCP.example.org", "10.0.0.5:*"])
     assert security.allowed_hosts == ["mcp.example.org", "10.0.0.5:*"]
     assert "https://mcp.example.org" in security.allowed_origins and security.enable_dns_rebinding_protection
     for hosts in ([], ["http://mcp.example.org/"], ["a b"]):
