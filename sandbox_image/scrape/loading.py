@@ -8,17 +8,19 @@ returned with its `status`, because what the server says is information the call
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import re
 import time
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.scrape import MAX_PAGE_BYTES, MAX_PDF_BYTES, SCREENSHOT_FORMATS
 from sandbox_image.browser import headers
-from sandbox_image.browser.background import consume
+from sandbox_image.browser.background import consume, quietly, spawn
 from sandbox_image.browser.errors import (
     AUTH_ERROR,
     NET_ERROR,
@@ -36,7 +38,7 @@ from sandbox_image.scrape import feed, sitemap
 from sandbox_image.scrape.pdf import PDF_TYPE
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page, Request, Response
+    from playwright.async_api import CDPSession, Page, Request, Response
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 XML_TYPES = frozenset({"text/xml", "application/xml"})
@@ -45,6 +47,7 @@ AUTH_HINT = (
     "the site's 401 page)"
 )
 GZIP_TYPES = frozenset({"application/gzip", "application/x-gzip"})
+COUNTING_START_S = 1.0  # at most this long to open the DevTools session that counts a document's bytes
 # Which reader (service.READERS) reads a file as text instead of the page the browser made of it.
 FileReader = Literal["pdf", "feed", "sitemap"]
 
@@ -194,10 +197,43 @@ class MainFrame:
         self.page = page
         self.response: Response | None = None
         self.failure: tuple[str, str] | None = None  # (url, net::ERR_…)
-        self.oversized = asyncio.Event()  # the document's Content-Length is past MAX_PAGE_BYTES
+        self.oversized = asyncio.Event()  # the document's Content-Length, or what has arrived, is past MAX_PAGE_BYTES
         self.oversized_bytes = 0
+        self.oversized_as = "HTML"
+        self._arriving: dict[str, int] = {}  # DevTools request id of a main-frame document -> bytes so far
         page.on("response", self._on_response)
         page.on("requestfailed", self._on_failed)
+
+    async def counting(self) -> CDPSession | None:
+        """A DevTools session of our own that counts a document's bytes as they arrive: a page sent without a
+        Content-Length (chunked, or a server that streams it) is stopped once past MAX_PAGE_BYTES too, not
+        given to the renderer whole. None when Chromium does not answer in time: then only a stated length
+        is checked, and the rendered document is measured once it has loaded."""
+        cdp = None
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            async with asyncio.timeout(COUNTING_START_S):
+                cdp = await self.page.context.new_cdp_session(self.page)
+                main = (await cdp.send("Page.getFrameTree"))["frameTree"]["frame"]["id"]
+                cdp.on("Network.responseReceived", functools.partial(self._on_document, main))
+                cdp.on("Network.dataReceived", self._on_data)
+                await cdp.send("Network.enable")
+                return cdp
+        if cdp is not None:
+            spawn(quietly(cdp.detach()))
+        return None
+
+    def _on_document(self, main: str, event: dict[str, Any]) -> None:
+        mime = str((event.get("response") or {}).get("mimeType") or "")
+        if event.get("type") == "Document" and event.get("frameId") == main and _a_page_type(mime):
+            self._arriving[str(event.get("requestId"))] = 0
+
+    def _on_data(self, event: dict[str, Any]) -> None:
+        request = str(event.get("requestId"))
+        if request in self._arriving:
+            self._arriving[request] += int(event.get("dataLength") or 0)
+            if self._arriving[request] > MAX_PAGE_BYTES and not self.oversized.is_set():
+                self.oversized_bytes, self.oversized_as = self._arriving[request], "HTML as it arrived"
+                self.oversized.set()
 
     def _main_navigation(self, request: Request) -> bool:
         try:
@@ -224,7 +260,10 @@ class MainFrame:
 
 def _rendered_as_a_page(response: Response) -> bool:
     """Whether the browser renders the answer as a document (a PDF or an archive is a download instead)."""
-    declared = media_type(response.headers.get("content-type"))
+    return _a_page_type(media_type(response.headers.get("content-type")))
+
+
+def _a_page_type(declared: str) -> bool:
     return not declared or declared.startswith("text/") or declared in HTML_TYPES | XML_TYPES | feed.FEED_TYPES
 
 
@@ -233,6 +272,9 @@ async def _goto(tab: Tab, url: str, timeout_ms: float, frame: MainFrame) -> Resp
     PAGE_TOO_LARGE as soon as its headers arrive, before the renderer spends its memory on it (27 MB of
     HTML ran the sandbox's renderer out of memory, PAGE_CRASHED after 13 s)."""
     page = tab.check()
+    started = time.monotonic()
+    cdp = await frame.counting()
+    timeout_ms -= (time.monotonic() - started) * 1000
     navigation = page.goto(url, wait_until="domcontentloaded", timeout=max(1.0, timeout_ms))
     going = asyncio.ensure_future(tab.guard(navigation))
     too_big = asyncio.ensure_future(frame.oversized.wait())
@@ -244,9 +286,11 @@ async def _goto(tab: Tab, url: str, timeout_ms: float, frame: MainFrame) -> Resp
         if stopped:
             going.cancel()
             going.add_done_callback(consume)
+        if cdp is not None:  # in the background: detaching waits for the renderer
+            spawn(quietly(cdp.detach()))
     if stopped:
         response = frame.response
-        raise too_large(response.url if response is not None else url, frame.oversized_bytes, "HTML")
+        raise too_large(response.url if response is not None else url, frame.oversized_bytes, frame.oversized_as)
     return going.result()
 
 

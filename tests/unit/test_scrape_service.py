@@ -143,6 +143,20 @@ async def show_cookie(request: web.Request) -> web.Response:
     return html(f"<title>Cookie</title><p>flavour={request.cookies.get('flavour', 'none')}</p>")
 
 
+async def huge_streamed(request: web.Request) -> web.StreamResponse:
+    """27 MB of HTML in chunks, with no Content-Length to say so up front (as a server that streams it)."""
+    response = web.StreamResponse(headers={"Content-Type": "text/html"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    await response.write(b"<title>Streamed</title>")
+    chunk = b"<p>many words in a paragraph</p>\n" * 8_000
+    with contextlib.suppress(ConnectionError):  # the browser stops reading once it has seen enough
+        for _ in range(100):
+            await response.write(chunk)
+        await response.write_eof()
+    return response
+
+
 ROUTES: dict[str, Any] = {
     "/article": lambda _r: html(ARTICLE),
     "/timer": lambda _r: html(TIMER),
@@ -164,6 +178,7 @@ ROUTES: dict[str, Any] = {
     "/text": lambda _r: web.Response(text="plain words\nsecond line", content_type="text/plain"),
     "/big": lambda _r: html("<title>Big</title><p>" + "x" * (MAX_PAGE_BYTES + 1024) + "</p>"),
     "/huge": lambda _r: html("<title>Huge</title>" + "<p>many words in a paragraph</p>\n" * 800_000),  # 27 MB
+    "/huge-streamed": huge_streamed,
     "/never": never,
     "/alert": lambda _r: html("<title>Alert</title><script>alert('hi')</script><main><p>After the alert.</p></main>"),
     "/cookie": show_cookie,
@@ -563,6 +578,19 @@ async def test_a_page_far_too_large_is_refused_before_it_is_rendered(scraper: Br
         err = await scraper.error("scrape.page", url=f"{pages}/huge", format=fmt, timeoutMs=30_000)
         assert err.code.value == "PAGE_TOO_LARGE" and err.details["bytes"] > 20_000_000, err
         assert time.monotonic() - started < 5
+
+
+async def test_a_page_far_too_large_without_a_length_is_stopped_as_it_arrives(
+    scraper: BrowserDriver, pages: str
+) -> None:
+    """No Content-Length (chunked): its bytes are counted as they come and the load stopped past the cap — it
+    was rendered whole before and ran the sandbox's renderer out of memory (PAGE_CRASHED). The session stays
+    usable afterwards."""
+    for fmt in ("markdown", "screenshot"):
+        err = await scraper.error("scrape.page", url=f"{pages}/huge-streamed", format=fmt, timeoutMs=30_000)
+        assert err.code.value == "PAGE_TOO_LARGE", err
+        assert MAX_PAGE_BYTES < err.details["bytes"] < 27_000_000 and err.details["measured"] == "HTML as it arrived"
+    assert (await scrape(scraper, f"{pages}/article"))["title"] == "Fox news"
 
 
 @pytest.mark.parametrize(
