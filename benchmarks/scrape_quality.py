@@ -782,6 +782,12 @@ def main(argv: list[str] | None = None) -> int:
         help="train: the prepared splits to learn from, e.g. dev-rest=/path/to/wcxb/dev-rest",
     )
     parser.add_argument(
+        "--lexicon",
+        action="store_true",
+        help="train, cv: the block models also read the lexicon of block words, learnt nested from the labels"
+        " (train writes lexicon.json; not the shipped recipe, round 40)",
+    )
+    parser.add_argument(
         "--structure",
         action="store_true",
         help="train: learn the block model that also reads the structure features (model_structure.json)",
@@ -827,6 +833,8 @@ def main(argv: list[str] | None = None) -> int:
         help="cv: the classifiers' seeds (each seed is a whole cross-validation; figures are averaged)",
     )
     args = parser.parse_args(argv)
+    if args.lexicon:
+        scrape_train.LEXICON = True
     if args.command == "cv":
         return cv_command(args)
     pages = load_corpus(args.corpus, args.only)
@@ -908,7 +916,9 @@ def cross_validate(
 
     fitted = fitted_folds(args, rows, pages, seed)
 
-    def answer(page: Page, models: tuple[Any, ...], selector: Any, split: str = "") -> tuple[float, float, float]:
+    def answer(
+        page: Page, models: tuple[Any, ...], selector: Any, words: dict[str, float], split: str = ""
+    ) -> tuple[float, float, float]:
         split = split or split_of[page.file_id]
         rendered = load_rendered(args.cache, split, page.file_id) or {}
         with gzip.open(scrape_train.prep_path(args.cache, split, page.file_id), "rt", encoding="utf-8") as f:
@@ -921,6 +931,7 @@ def cross_validate(
             models=models,
             selector=selector,
             voter_texts=voter_texts,
+            lexicon=words,
         )
         return word_prf(markdown_to_text(extracted.markdown), page.main_content)
 
@@ -930,9 +941,9 @@ def cross_validate(
     by_id = {p.file_id: p for p in pages}
     for fold in fitted:
         for fid in fold.test:
-            scores.per_page[fid] = answer(by_id[fid], fold.models, fold.selector)
+            scores.per_page[fid] = answer(by_id[fid], fold.models, fold.selector, fold.lexicon)
         for split, page in held_out:
-            answers[page.file_id].append(answer(page, fold.models, fold.selector, split))
+            answers[page.file_id].append(answer(page, fold.models, fold.selector, fold.lexicon, split))
     held_out_scores = Scores()
     for fid, prfs in answers.items():
         held_out_scores.per_page[fid] = (
@@ -944,17 +955,18 @@ def cross_validate(
     # engine still answers it (its whole page, or nothing), the same for every design.
     for page in pages:
         if page.file_id not in scores.per_page:
-            scores.per_page[page.file_id] = answer(page, fitted[0].models, None)
+            scores.per_page[page.file_id] = answer(page, fitted[0].models, None, fitted[0].lexicon)
     return scores, held_out_scores
 
 
 @dataclass
 class FittedFold:
-    """One fold's block models and selector, and the pages (file ids) they answer out of fold."""
+    """One fold's block models, selector and lexicon, and the pages (file ids) they answer out of fold."""
 
     test: list[str]
     models: tuple[Any, ...]
     selector: Any
+    lexicon: dict[str, float]
 
 
 def fitted_folds(args: argparse.Namespace, rows: list[Any], pages: list[Page], seed: int) -> list[FittedFold]:
@@ -980,7 +992,7 @@ def fitted_folds(args: argparse.Namespace, rows: list[Any], pages: list[Page], s
     for fold in folds:
         train = [rows[i] for i in fold.train]
         selector = scrape_train.fit_selector(train, [[p[i] for i in fold.train] for p in probabilities], {}, seed)
-        out.append(FittedFold([ids[i] for i in fold.test], fold.forests(), selector))
+        out.append(FittedFold([ids[i] for i in fold.test], fold.forests(), selector, fold.lexicon))
     if args.save_folds:
         args.save_folds.mkdir(parents=True, exist_ok=True)
         saved = {"pages": ids, "selector_seeds": args.selector_seeds, "folds": out}

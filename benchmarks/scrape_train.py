@@ -5,7 +5,11 @@ Pages must be rendered first (`render`), so the features are those of the render
 engine sees in the sandbox.
 
 Labels come from the ground truth: a block is main content when at least LABEL_PURITY of its words
-occur in the page's ground-truth text. Each block weighs as many words as it has, since the score
+occur in the page's ground-truth text. The lexicon of block words (sandbox_image/scrape/lexicon.py) is
+learnt from the same labels, so its figures enter training nested: a model's training rows carry
+figures from lexicons learnt on other sites' pages (5 folds by site within its training pages), and
+the pages it answers carry the lexicon of all its training pages — as the shipped models meet the
+shipped lexicon on a page it never saw. Each block weighs as many words as it has, since the score
 is word-level. The classifier is scikit-learn's HistGradientBoostingClassifier with its default
 settings apart from a fixed seed: nothing here is tuned on the pages we score.
 """
@@ -19,7 +23,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from sandbox_image.scrape import candidates  # noqa: E402
+from sandbox_image.scrape import candidates, lexicon  # noqa: E402
 from sandbox_image.scrape.align import kept_blocks  # noqa: E402
 from sandbox_image.scrape.blocks import segment  # noqa: E402
 from sandbox_image.scrape.document import choose_document  # noqa: E402
@@ -81,6 +85,7 @@ class PageRows:
     labels: list[bool]
     site: str = ""  # host without www.: cross-validation folds never split a site
     gold: str = ""  # the page's ground-truth main content (training targets only)
+    block_words: list[frozenset[str]] = field(default_factory=list)  # lexicon.words of each block
 
 
 def page_rows(page: Any, cache: Path, split: str, load_rendered: Any) -> PageRows:
@@ -97,7 +102,49 @@ def page_rows(page: Any, cache: Path, split: str, load_rendered: Any) -> PageRow
     ]
     features = block_features(blocks, votes, page_kind_features(document.root, page.url))
     site = (urlsplit(page.url).hostname or "").removeprefix("www.")
-    return PageRows(page.file_id, texts, [b.words for b in blocks], features, labels, site, page.main_content)
+    return PageRows(
+        page.file_id,
+        texts,
+        [b.words for b in blocks],
+        features,
+        labels,
+        site,
+        page.main_content,
+        [lexicon.words(t) for t in texts],
+    )
+
+
+def learn_lexicon(rows: list[PageRows]) -> dict[str, float]:
+    return lexicon.learn(((r.site, r.block_words, r.labels) for r in rows if r.features), lexicon.MIN_SITES)
+
+
+def with_lexicon(row: PageRows, words: lexicon.Lexicon) -> PageRows:
+    """The row with the lexicon's figures among its block features (a copy: rows are shared by folds)."""
+    figures = lexicon.lexicon_features(row.block_words, words)
+    return replace(row, features=[{**f, **extra} for f, extra in zip(row.features, figures, strict=True)])
+
+
+_VIEWS: dict[tuple[str, ...], tuple[dict[str, float], list[PageRows]]] = {}
+# Whether the block models read the lexicon's figures (`--lexicon`). Off in the shipped recipe: round 40 of
+# docs/scrape-quality.md measured it better on dev-rest and level on the held-out splits, so not retrained.
+LEXICON = False
+
+
+def lexicon_view(rows: list[PageRows]) -> tuple[dict[str, float], list[PageRows]]:
+    """The lexicon learnt on `rows`, and the rows as a model learns from them: each with the figures of a
+    lexicon learnt on the other folds' sites (5 folds by site), never on its own labels. Kept per set of
+    pages: the selector's extra seeds refit the same folds. Without LEXICON: no lexicon, the rows as they are."""
+    if not LEXICON:
+        return {}, rows
+    key = tuple(r.file_id for r in rows)
+    if key not in _VIEWS:
+        view = list(rows)
+        for inner_train, inner_test in site_folds(rows):
+            words = learn_lexicon([rows[i] for i in inner_train])
+            for i in inner_test:
+                view[i] = with_lexicon(rows[i], words)
+        _VIEWS[key] = (learn_lexicon(rows), view)
+    return _VIEWS[key]
 
 
 def fit(rows: list[PageRows], features: list[str] | None = None, seed: int = SEED) -> tuple[Any, list[str]]:
@@ -119,11 +166,20 @@ def base_features(rows: list[PageRows]) -> list[str]:
 
 
 def train(rows: list[PageRows], info: dict[str, Any], path: Path = MODEL_PATH, structure: bool = False) -> Forest:
-    """model.json (the v2 recipe) or, with `structure`, model_structure.json (all features)."""
+    """model.json (the v2 recipe) or, with `structure`, model_structure.json (all features); with LEXICON both
+    read the lexicon's figures, and lexicon.json is written beside them (the same for either: learnt on all
+    rows)."""
+    words, rows = lexicon_view(rows)
+    if LEXICON:
+        write_lexicon(words, {"trained_on": info.get("trained_on"), "min_sites": lexicon.MIN_SITES})
     model, names = fit(rows, None if structure else base_features(rows))
     forest = from_sklearn(model, names, THRESHOLD, info)
     path.write_text(json.dumps(forest.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
     return forest
+
+
+def write_lexicon(words: dict[str, float], info: dict[str, Any], path: Path = lexicon.LEXICON_PATH) -> None:
+    path.write_text(json.dumps({"info": info, "words": words}, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
 # The selector (candidates.py): folds by site, default settings, and the margin a candidate's predicted
@@ -156,11 +212,13 @@ def site_folds(rows: list[PageRows], folds: int = SELECTOR_FOLDS) -> list[tuple[
 
 @dataclass
 class FoldModels:
-    """One fold's block models, fitted without its held-out sites (row indexes of both sides)."""
+    """One fold's block models, fitted without its held-out sites (row indexes of both sides), and the
+    lexicon learnt on its training pages, which the pages it answers are read with."""
 
     train: list[int]
     test: list[int]
     fitted: list[tuple[Any, list[str]]]
+    lexicon: dict[str, float] = field(default_factory=dict)
 
     def forests(self) -> tuple[Forest, ...]:
         return tuple(from_sklearn(model, names, THRESHOLD, {}) for model, names in self.fitted)
@@ -170,13 +228,12 @@ def fold_models(
     rows: list[PageRows], folds: int = SELECTOR_FOLDS, ensemble: bool = True, seed: int = SEED
 ) -> list[FoldModels]:
     """Per fold, the v2 recipe's model and, when `ensemble`, the structure model (as the engine ships)."""
-    base = base_features(rows)
     out = []
     for train_idx, test_idx in site_folds(rows, folds):
-        fold = [rows[i] for i in train_idx]
-        out.append(
-            FoldModels(train_idx, test_idx, [fit(fold, base, seed)] + ([fit(fold, None, seed)] if ensemble else []))
-        )
+        words, fold = lexicon_view([rows[i] for i in train_idx])
+        base = base_features(fold)
+        fitted = [fit(fold, base, seed)] + ([fit(fold, None, seed)] if ensemble else [])
+        out.append(FoldModels(train_idx, test_idx, fitted, words))
     return out
 
 
@@ -194,8 +251,9 @@ def out_of_fold_probabilities(
     out: list[list[float]] = [[] for _ in rows]
     for fold in fitted or fold_models(rows, folds, ensemble, seed):
         for i in fold.test:
+            row = with_lexicon(rows[i], fold.lexicon) if LEXICON else rows[i]
             each = [
-                model.predict_proba(np.array([[f.get(n, 0.0) for n in names] for f in rows[i].features]))[:, 1]
+                model.predict_proba(np.array([[f.get(n, 0.0) for n in names] for f in row.features]))[:, 1]
                 for model, names in fold.fitted
             ]
             out[i] = [float(v) for v in np.mean(each, axis=0)]

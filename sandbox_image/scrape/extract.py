@@ -22,6 +22,7 @@ from sandbox_image.scrape.annotate import Selectors, annotate_page
 from sandbox_image.scrape.document import Document, choose_document
 from sandbox_image.scrape.dom import HIDDEN_MARK, HIDDEN_REASONS, remove_own_text, strip_marks
 from sandbox_image.scrape.frames import annotate_with_frames
+from sandbox_image.scrape.lexicon import Lexicon
 from sandbox_image.scrape.links import document_base, extract_links, make_absolute
 from sandbox_image.scrape.main_content import content_element, implausibly_short, select_blocks
 from sandbox_image.scrape.markdown import to_markdown
@@ -89,6 +90,7 @@ def extract_html(
     models: Sequence[Forest] | None = None,
     selector: Forest | None = None,
     voter_texts: Mapping[str, str] | None = None,
+    lexicon: Lexicon | None = None,
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
     marked: bool = False,
@@ -110,7 +112,9 @@ def extract_html(
         only_main_content = False  # the caller chose the content
         content = visible_body(document, tags.matching(root, include, marked=marked))
     elif only_main_content:
-        selection = select_blocks(document, url, lang or metadata.language, models, voter_texts, selector)
+        selection = select_blocks(
+            document, url, lang or metadata.language, models, voter_texts, selector, lexicon=lexicon
+        )
         fallback = selection.fallback
         content = visible_body(document) if fallback else content_element(document, selection)
     else:

@@ -41,6 +41,8 @@ from sandbox_image.scrape.candidates import CANDIDATES, DEFAULT, THRESHOLDS, cho
 from sandbox_image.scrape.document import Document
 from sandbox_image.scrape.dom import HIDDEN_MARK, HIDDEN_REASONS
 from sandbox_image.scrape.features import block_features
+from sandbox_image.scrape.lexicon import FEATURES as LEXICON_FEATURES
+from sandbox_image.scrape.lexicon import Lexicon, load_lexicon, text_features
 from sandbox_image.scrape.model import Forest, load_models, load_selector, mean_probabilities
 from sandbox_image.scrape.page_kind import page_kind_features
 from sandbox_image.scrape.post_furniture import furniture_blocks
@@ -80,6 +82,23 @@ def implausibly_short(kept_words: int, page_words: int) -> bool:
     return kept_words == 0 or (kept_words < MIN_WORDS and kept_words < MIN_SHARE * page_words)
 
 
+def block_rows(
+    blocks: Sequence[Block],
+    votes: Mapping[str, Sequence[bool]],
+    page: Mapping[str, float],
+    lexicon: Lexicon | None = None,
+    with_structure: bool = True,
+    with_lexicon: bool = True,
+) -> list[dict[str, float]]:
+    """What the block models read of each block: features.py's figures and, `with_lexicon`, the lexicon's (the
+    shipped one unless given). Training adds the lexicon's its own way (nested, benchmarks/scrape_train.py)."""
+    rows = block_features(blocks, votes, page, with_structure=with_structure)
+    if not with_lexicon:
+        return rows
+    lexical = text_features([b.text for b in blocks], load_lexicon() if lexicon is None else lexicon)
+    return [row | extra for row, extra in zip(rows, lexical, strict=True)]
+
+
 def select_blocks(
     document: Document,
     url: str,
@@ -88,13 +107,14 @@ def select_blocks(
     voter_texts: Mapping[str, str] | None = None,
     selector: Forest | None = None,
     use_selector: bool = True,
+    lexicon: Lexicon | None = None,
 ) -> Selection:
     """Which blocks of the document are main content (with the fallback rule applied).
 
     `voter_texts` lets the benchmark reuse the voters' answers it cached for this very document;
     `use_selector=False` keeps the block model's default threshold on every page (no stacking).
     Without `models`, the shipped block models are averaged (model.load_models); the benchmark's
-    cross-validation passes each fold's own models and selector.
+    cross-validation passes each fold's own models, selector and `lexicon` (default: the shipped one).
     """
     models = models or load_models()
     selector = (selector or load_selector()) if use_selector else None
@@ -106,7 +126,14 @@ def select_blocks(
     votes = {name: kept_blocks(texts, text) for name, text in answers.items()}
     page = page_kind_features(document.root, url)
     wanted = {name for m in models for name in m.features}
-    rows = block_features(blocks, votes, page, with_structure=not wanted.isdisjoint(STRUCTURE_FEATURES))
+    rows = block_rows(
+        blocks,
+        votes,
+        page,
+        lexicon,
+        with_structure=not wanted.isdisjoint(STRUCTURE_FEATURES),
+        with_lexicon=not wanted.isdisjoint(LEXICON_FEATURES),
+    )
     probabilities = mean_probabilities(models, rows)
     words = [b.words for b in blocks]
     default_words = sum(w for w, p in zip(words, probabilities, strict=True) if p >= THRESHOLDS[DEFAULT])

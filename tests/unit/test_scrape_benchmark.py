@@ -121,7 +121,7 @@ def test_from_folds_refuses_a_missing_seed_file_with_the_command_that_makes_it(t
 def test_from_folds_refuses_folds_fitted_on_other_pages_or_seeds(
     tmp_path: Path, saved_pages: list[str], saved_seeds: int
 ) -> None:
-    folds = [scrape_quality.FittedFold(["1"], (), None)]
+    folds = [scrape_quality.FittedFold(["1"], (), None, {})]
     (tmp_path / "seed-0.pkl").write_bytes(
         pickle.dumps({"pages": saved_pages, "selector_seeds": saved_seeds, "folds": folds})
     )
@@ -130,7 +130,7 @@ def test_from_folds_refuses_folds_fitted_on_other_pages_or_seeds(
 
 
 def test_from_folds_reads_back_what_save_folds_kept(tmp_path: Path) -> None:
-    folds = [scrape_quality.FittedFold(["1"], (), None), scrape_quality.FittedFold(["2"], (), None)]
+    folds = [scrape_quality.FittedFold(["1"], (), None, {}), scrape_quality.FittedFold(["2"], (), None, {})]
     (tmp_path / "seed-0.pkl").write_bytes(pickle.dumps({"pages": ["1", "2"], "selector_seeds": 3, "folds": folds}))
     got = fitted_folds(cv_args(tmp_path), [], [page("1", "article"), page("2", "forum")], seed=0)
     assert [f.test for f in got] == [["1"], ["2"]]

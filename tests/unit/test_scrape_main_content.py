@@ -10,8 +10,7 @@ import pytest
 
 from sandbox_image.scrape.blocks import segment
 from sandbox_image.scrape.document import choose_document
-from sandbox_image.scrape.features import block_features
-from sandbox_image.scrape.main_content import Selection, _keep_whole, content_element
+from sandbox_image.scrape.main_content import Selection, _keep_whole, block_rows, content_element
 from sandbox_image.scrape.markdown import to_markdown
 from sandbox_image.scrape.model import Forest, load_models, mean_probabilities
 from sandbox_image.scrape.page_kind import page_kind_features
@@ -143,7 +142,7 @@ def test_shipped_models_match_the_features_the_engine_computes(index: int) -> No
     document = choose_document(PAGE)
     blocks = segment(document.root)
     votes = {name: [True] * len(blocks) for name in ("trafilatura", "readability")}
-    rows = block_features(blocks, votes, page_kind_features(document.root, "https://example.org/blog/post"))
+    rows = block_rows(blocks, votes, page_kind_features(document.root, "https://example.org/blog/post"))
     computed = set(rows[0])
     names = {n for n in model.features if not n.startswith(("vote_", "page_kept_"))}
     assert names, "the model uses block features"
