@@ -5,12 +5,12 @@ Pages must be rendered first (`render`), so the features are those of the render
 engine sees in the sandbox.
 
 Labels come from the ground truth: a block is main content when at least LABEL_PURITY of its words
-occur in the page's ground-truth text. The lexicon of block words (sandbox_image/scrape/lexicon.py) is
-learnt from the same labels, so its figures enter training nested: a model's training rows carry
-figures from lexicons learnt on other sites' pages (5 folds by site within its training pages), and
-the pages it answers carry the lexicon of all its training pages — as the shipped models meet the
-shipped lexicon on a page it never saw. Each block weighs as many words as it has, since the score
-is word-level. The classifier is scikit-learn's HistGradientBoostingClassifier with its default
+occur in the page's ground-truth text. With `--lexicon` (not the shipped recipe, round 40) the lexicon of
+block words (sandbox_image/scrape/lexicon.py) is learnt from the same labels, so its figures enter training
+nested: a model's training rows carry figures from lexicons learnt on other sites' pages (5 folds by site
+within its training pages), and the pages it answers carry the lexicon of all its training pages — as a
+shipped model would meet a shipped lexicon on a page it never saw. Each block weighs as many words as it
+has, since the score is word-level. The classifier is scikit-learn's HistGradientBoostingClassifier with its default
 settings apart from a fixed seed: nothing here is tuned on the pages we score.
 """
 
@@ -228,10 +228,10 @@ def fold_models(
     rows: list[PageRows], folds: int = SELECTOR_FOLDS, ensemble: bool = True, seed: int = SEED
 ) -> list[FoldModels]:
     """Per fold, the v2 recipe's model and, when `ensemble`, the structure model (as the engine ships)."""
+    base = sorted({*base_features(rows), *(lexicon.FEATURES if LEXICON else ())})
     out = []
     for train_idx, test_idx in site_folds(rows, folds):
         words, fold = lexicon_view([rows[i] for i in train_idx])
-        base = base_features(fold)
         fitted = [fit(fold, base, seed)] + ([fit(fold, None, seed)] if ensemble else [])
         out.append(FoldModels(train_idx, test_idx, fitted, words))
     return out
