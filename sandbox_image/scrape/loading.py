@@ -268,9 +268,10 @@ def _a_page_type(declared: str) -> bool:
 
 
 async def _goto(tab: Tab, url: str, timeout_ms: float, frame: MainFrame) -> Response | None:
-    """page.goto until DOMContentLoaded — unless the document announces a size past MAX_PAGE_BYTES: then
-    PAGE_TOO_LARGE as soon as its headers arrive, before the renderer spends its memory on it (27 MB of
-    HTML ran the sandbox's renderer out of memory, PAGE_CRASHED after 13 s)."""
+    """page.goto until DOMContentLoaded — unless the document announces a size past MAX_PAGE_BYTES, or sends
+    more than that without announcing it: then PAGE_TOO_LARGE as soon as its headers say so or those bytes
+    have arrived, before the renderer spends its memory on it (27 MB of HTML ran the sandbox's renderer out
+    of memory, PAGE_CRASHED after 13 s)."""
     page = tab.check()
     started = time.monotonic()
     cdp = await frame.counting()
