@@ -8,11 +8,11 @@ selector engine (xpath=, text=, aria-ref=…) can be reached by the caller.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from sandbox_image.browser.errors import (
     PlaywrightError,
     PlaywrightTimeoutError,
@@ -40,6 +40,7 @@ _WRONG_KIND = (
     "Unknown key",
 )
 MULTIPLE_HINT = "use a ref from browser_snapshot or a more specific CSS selector"
+HINT_CSS = "give a CSS selector as document.querySelector takes it, e.g. '#password', 'input[name=email]'"
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,33 @@ async def locate(tab: Tab, selector: str) -> Target:
     if tab.refs.epoch != target.epoch:
         raise _stale(target, "the page navigated since that snapshot")
     return target
+
+
+def _unparsable(message: str) -> bool:
+    return any(marker in message for marker in _BAD_SELECTOR)
+
+
+async def check_syntax(tab: Tab, selectors: Sequence[tuple[str, str]]) -> None:
+    """INVALID_PARAMETER naming the field of the first (field, selector) the browser cannot parse, asked of
+    the tab as it is (a blank page will do): a job checks its selectors before it visits a site, instead of
+    finding a typo in the last one after acting on the page. Refs are left to their step (a new tab has none)."""
+    for field, selector in selectors:
+        if parse_ref(selector.strip()) is not None:
+            continue
+        try:
+            target = await locate(tab, selector)
+            await tab.guard(target.locator.count())
+        except BoxwrightError as exc:
+            if exc.code is not ErrorCode.INVALID_PARAMETER:
+                raise
+            raise invalid_parameter(field, f"{selector[:200]!r}: {exc.message}", hint=HINT_CSS) from None
+        except PlaywrightError as exc:
+            message = clean_message(exc)
+            if not _unparsable(message):
+                raise
+            raise invalid_parameter(
+                field, f"{selector[:200]!r} is not a valid CSS selector: {message[:300]}", hint=HINT_CSS
+            ) from None
 
 
 async def _count(tab: Tab, target: Target) -> int:
@@ -135,7 +163,7 @@ def explain_error(target: Target, verb: str, exc: BaseException) -> BoxwrightErr
     if "strict mode violation" in message:
         match = _MATCH_COUNT.search(message)
         return _ambiguous(target.selector, int(match.group(1)) if match else 2)
-    if any(marker in message for marker in _BAD_SELECTOR):
+    if _unparsable(message):
         return BoxwrightError(
             ErrorCode.INVALID_PARAMETER,
             f"{target.selector!r} is not a valid CSS selector",

@@ -4,7 +4,8 @@ No RPC or MCP in between: each method runs a sandbox_image/browser operation thr
 service's `perform` (tab lock, live page, Playwright errors translated), on an explicit tab of the
 run's session — never the active tab — with budgets inside the run's deadline. A failure comes out as
 ActionError naming the operation (create_tab, navigate, wait_for_stable, get_page_info,
-get_page_content, get_markdown, close_tab, fill, submit, verify), which becomes the step's failedStep.
+get_page_content, get_markdown, close_tab, check_selectors, fill, submit, verify), which becomes the step's
+failedStep.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from rpc.models.scrape import BrowserScrapeParams, BrowserScrapeResult
 from rpc.models.templates import LoginField, LoginSubmit, LoginSuccess
 from sandbox_image.browser import content, interaction, navigation, page_info, stability
 from sandbox_image.browser.interaction import finish
-from sandbox_image.browser.locate import Target, act
+from sandbox_image.browser.locate import Target, act, check_syntax
 from sandbox_image.browser.service import BrowserService, Operation, P, R
 from sandbox_image.browser.sessions import Session
 from sandbox_image.browser.tab import Tab
@@ -171,6 +172,10 @@ class RunBrowser:
         return await self._perform("get_markdown", tab, _scrape_tab, params)
 
     # -- forms -------------------------------------------------------------------------------
+    async def check_selectors(self, tab: Tab, selectors: list[tuple[str, str]]) -> None:
+        """Every (field, CSS selector) of the inputs parsed by the browser before the page is loaded."""
+        await self._do("check_selectors", check_syntax(tab, selectors))
+
     async def fill(self, tab: Tab, field: LoginField, timeout_ms: int = ACTION_TIMEOUT_MS) -> ActionResult:
         if field.selector is not None:
             params = TypeParams(selector=field.selector, text=field.value, clear=True, timeoutMs=timeout_ms)

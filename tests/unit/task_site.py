@@ -89,7 +89,8 @@ class TaskSite:
         title, body = SHOPS[request.match_info["n"]]
         return page(title, f"<main>{body}</main>")
 
-    async def login_form(self, _request: web.Request) -> web.Response:
+    async def login_form(self, request: web.Request) -> web.Response:
+        self.hits[request.path] += 1
         return page("Login", LOGIN_FORM)
 
     async def login(self, request: web.Request) -> web.Response:

@@ -340,6 +340,41 @@ async def test_wrong_password_fails_atomically_and_never_shows_it(
         assert wrong not in text
 
 
+@pytest.mark.parametrize(
+    ("where", "bad", "field"),
+    [
+        ("fields", "input[name=password", "fields.1.selector"),
+        ("submit", "button:", "submit.selector"),
+        ("success", "#hello >> text=x", "success.elementPresent"),
+    ],
+)
+async def test_a_selector_the_browser_cannot_parse_fails_the_run_before_the_site_is_visited(
+    agent: BrowserDriver, site: TaskSite, where: str, bad: str, field: str
+) -> None:
+    inputs: dict[str, Any] = {
+        "loginUrl": site.url("/login"),
+        "fields": [{"label": "Email", "value": "alice@example.com"}, {"selector": "#password", "value": PASSWORD}],
+        "submit": {"selector": "#go"},
+        "success": {"elementPresent": "#hello"},
+    }
+    if where == "fields":
+        inputs["fields"][1]["selector"] = bad
+    else:
+        inputs[where] = {"selector": bad} if where == "submit" else {"elementPresent": bad}
+    before, visits = await session_ids(agent), site.hits["/login"]
+    status = await finish(agent, await start(agent, "login_keep_session", inputs))
+    assert status["status"] == "failed"
+    error = status["error"]
+    assert error["errorCode"] == "STEP_EXECUTION_FAILED", error
+    details = error["details"]
+    assert details["failedStep"] == "check_selectors" and details["stepErrorCode"] == "INVALID_PARAMETER"
+    assert [s["status"] for s in status["steps"]] == ["failed", "skipped", "skipped", "skipped", "skipped"]
+    assert field in error["error"] and bad[:10] in error["error"] and "CSS selector" in error["recoverHint"]
+    assert site.hits["/login"] == visits  # the login page was never loaded
+    assert await session_ids(agent) == before  # nor anything left open
+    assert PASSWORD not in json.dumps(status)
+
+
 async def test_field_values_never_come_back_in_the_address_or_title(agent: BrowserDriver, site: TaskSite) -> None:
     """A site that sends its login form in the address (GET) and greets by name: the run's finalUrl and
     title carry the values, as typed and as the form encoded them — masked, like its errors."""

@@ -1,6 +1,7 @@
 """login_keep_session: open a login page, fill it, submit, verify — and keep the logged-in session.
 
-Steps: open, one fill per field, submit, verify; the first failure ends the run (atomic: succeeded or
+Steps: open (the inputs' selectors parsed by the browser first, so a typo in the last one fails the run
+before the site is visited), one fill per field, submit, verify; the first failure ends the run (atomic: succeeded or
 failed, never partial_success) and the steps after it are skipped. On success the session stays
 open with the logged-in tab active (its sandbox is kept by the host); on failure a session the run
 created is closed. Field values are never echoed: step names use selectors and labels, and any value
@@ -38,6 +39,16 @@ def plan(inputs: LoginInputs) -> list[str]:
     return ["open", *(f"fill {describe(f)}" for f in inputs.fields), "submit", "verify"]
 
 
+def selectors(inputs: LoginInputs) -> list[tuple[str, str]]:
+    """Every CSS selector of the inputs, by the field that gives it as the model names it (`fields.1.selector`)."""
+    named = [(f"fields.{i}.selector", f.selector) for i, f in enumerate(inputs.fields) if f.selector is not None]
+    if inputs.submit is not None and inputs.submit.selector is not None:
+        named.append(("submit.selector", inputs.submit.selector))
+    if inputs.success.elementPresent is not None:
+        named.append(("success.elementPresent", inputs.success.elementPresent))
+    return named
+
+
 def _secrets(inputs: LoginInputs) -> list[str]:
     """Each value as typed and as a form or an address encodes it (a GET form's values land in the URL)."""
     values = {f.value for f in inputs.fields if f.value and (f.secret or len(f.value) >= MIN_MASKED_LENGTH)}
@@ -68,6 +79,7 @@ async def execute(ctx: RunContext[LoginInputs]) -> None:
         nonlocal tab
         tab = await browser.open_tab(activate=True)
         ctx.notes["tab"] = tab
+        await browser.check_selectors(tab, selectors(inputs))  # a typo fails the run before the site is visited
         await browser.navigate(tab, inputs.loginUrl, inputs.navigationTimeoutMs)
         await browser.wait_for_stable(tab, OPEN_STABLE_TIMEOUT_MS)
 
