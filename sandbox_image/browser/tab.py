@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urldefrag
 
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import ConsoleMessage, DialogInfo, FailedRequest
@@ -98,6 +99,13 @@ class NavigationMark:
     error_pages: int
 
 
+def same_document(before: str, after: str) -> bool:
+    """Whether a main-frame navigation from `before` to `after` stayed in its document: a move to another
+    fragment of the same address is one (Chromium scrolls, nothing loads), so the dialogs the document
+    has shown still count. Anything else counts as a new document (history.pushState is taken for one)."""
+    return bool(before) and before != after and "#" in after and urldefrag(before).url == urldefrag(after).url
+
+
 class Tab:
     def __init__(self, tab_id: str, session: Session, page: Page) -> None:
         self.id = tab_id
@@ -118,6 +126,7 @@ class Tab:
         self.main_status: int | None = None  # HTTP status of the main document, when it came over HTTP
         self.dismiss_dialogs = False  # dismiss dialogs at once instead of waiting for browser.handle_dialog (scrape)
         self.document_dialogs = 0  # dialogs the main frame's current document has opened (see leaving)
+        self._document_url = ""  # the main frame's address when it last navigated
         self._title = ""
         self._broken = asyncio.Event()  # crashed or closed
         self._dialog_opened = asyncio.Event()
@@ -146,7 +155,9 @@ class Tab:
         self.refs.advance()
         if frame is page.main_frame:
             self._title = ""
-            self.document_dialogs = 0
+            if not same_document(self._document_url, frame.url):
+                self.document_dialogs = 0
+            self._document_url = frame.url
             if frame.url.startswith(ERROR_PAGE):
                 self.error_pages += 1
                 self._error_page.set()

@@ -17,7 +17,7 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import MAX_FULL_PAGE_HEIGHT, PageContentResult, PageInfoResult, StabilityResult
 from sandbox_image.browser import stability
 from sandbox_image.browser.screenshot import png_size
-from sandbox_image.browser.tab import Tab
+from sandbox_image.browser.tab import Tab, same_document
 from tests.unit.browser_harness import BrowserDriver, Site
 from tests.unit.test_scrape_service import serve_routes
 
@@ -120,6 +120,37 @@ async def test_goto_leaves_a_page_that_keeps_alerting(browser: BrowserDriver, si
         assert (await browser.call("browser.goto", sessionId=sid, url=f"{base}/slow"))["title"] == "Slow"
         await asyncio.sleep(0.2)
         assert "Slow words" in (await browser.call("browser.snapshot", sessionId=sid))["text"]
+
+
+async def test_a_documents_dialogs_still_count_after_it_moves_to_a_fragment(
+    browser: BrowserDriver, site: Site, sid: str
+) -> None:
+    """goto pairs the dialogs of the page it leaves only when that document has shown some; a hash change
+    used to make the document look new (its count reset), so such a page's late dialogs were not paired."""
+
+    async def once(_request: web.Request) -> web.Response:
+        body = "<title>Once</title><script>alert('hi')</script><p id=top>top</p><p id=end>end</p>"
+        return web.Response(text=body, content_type="text/html")
+
+    async with serve_routes({"/once": once}) as base:
+        with contextlib.suppress(BoxwrightError):
+            await browser.call("browser.goto", sessionId=sid, url=f"{base}/once")
+        await browser.call("browser.handle_dialog", sessionId=sid)
+        tab = await browser.service.sessions.get(sid).active_tab()
+        assert tab.document_dialogs == 1
+        await browser.call("browser.evaluate", sessionId=sid, expression="location.hash = 'end'")
+        await asyncio.sleep(0.1)
+        assert tab.url == f"{base}/once#end" and tab.document_dialogs == 1
+        await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
+        assert tab.document_dialogs == 0  # a new document: its own count
+
+
+def test_same_document() -> None:
+    page = "https://example.test/doc"
+    assert same_document(page, page + "#a") and same_document(page + "#a", page + "#b")
+    assert not same_document(page, page)  # a reload is a new document
+    assert not same_document(page + "#a", page)  # leaving the fragment loads the page again
+    assert not same_document(page, "https://example.test/other#a") and not same_document("", page + "#a")
 
 
 async def test_a_dialog_of_the_page_gone_to_still_stops_goto(browser: BrowserDriver, site: Site, sid: str) -> None:
