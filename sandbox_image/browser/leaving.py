@@ -10,8 +10,11 @@ Playwright reports an alert the old document opened just before the commit *afte
 framenavigated (seen about 1 goto in 20 on two busy cores). Chromium's own event (a DevTools session of
 ours) names the frame's URL, so when the page being left has shown dialogs, each dialog after the commit is
 paired with its DevTools twin: one from the page left is dropped (Chromium closes it with its document),
-anything else is the caller's. Without a twin within TWIN_S the dialog counts as the new page's — the
-behaviour before this module."""
+anything else is the caller's. Without a twin (the session could not be opened in time: Page.enable waits
+for a renderer that a page alerting in a loop keeps busy; or the page began alerting only during goto), the
+page itself is asked: a dialog that holds the new document blocks its scripts, so a script that answers at
+once says the dialog was the page left's. A page left that never showed a dialog is not asked about: a
+dialog after the commit is the new page's, as before this module."""
 
 from __future__ import annotations
 
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
 
 # How long a dialog after the commit waits for Chromium's twin event (normally it is there already).
 TWIN_S = 1.0
+# How long a script in the page may take to answer before a dialog without a twin counts as holding it.
+HELD_S = 1.0
 
 _Key = tuple[str, str]  # (type, message): what a Playwright dialog and its DevTools twin share
 
@@ -77,6 +82,7 @@ class Leaving:
         self.committed_url = ""
         self.new_dialog = asyncio.Event()
         self.twins: Twins | None = None  # only when the page being left has shown dialogs
+        self.left_alerts = bool(tab.document_dialogs)  # the page being left has shown dialogs (before or during goto)
         self.cdp: CDPSession | None = None
         self.deciding: set[asyncio.Task[None]] = set()
 
@@ -138,24 +144,46 @@ class Leaving:
             return
         twin = self.twins.playwright_saw((dialog.type, dialog.message)) if self.twins is not None else None
         if not self.committed:
+            self.left_alerts = True
             self.tab.leave_dialog(dialog)
-        elif twin is None:
+        elif twin is None and not self.left_alerts:
             self.new_dialog.set()
         else:
             task = asyncio.get_running_loop().create_task(self._decide(dialog, twin))
             self.deciding.add(task)
             task.add_done_callback(self.deciding.discard)
 
-    async def _decide(self, dialog: Dialog, twin: asyncio.Future[str]) -> None:
-        try:
-            async with asyncio.timeout(TWIN_S):
-                url = await twin
-        except TimeoutError:
-            url = ""
-        if url and url == self.left_url and url != self.committed_url:
+    async def _decide(self, dialog: Dialog, twin: asyncio.Future[str] | None) -> None:
+        url = ""
+        if twin is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(TWIN_S):
+                    url = await twin
+        # Chromium named its document, or the page says whether a dialog holds it.
+        stale = (url == self.left_url and url != self.committed_url) if url else not await self._held()
+        if stale:
             self.tab.drop_dialog(dialog)  # Chromium closes it with its document: answering could hit the new page's
         else:
             self.new_dialog.set()
+
+    async def _held(self) -> bool:
+        """Whether a dialog holds the page now: a document under a dialog runs no script until it is answered.
+        Every frame is asked (a frame from another site runs in a renderer of its own, and its dialog blocks
+        only that one); a subframe gone meanwhile holds nothing, a main frame that cannot answer counts as held."""
+
+        async def answers(frame: Frame) -> None:
+            try:
+                await frame.evaluate("0")
+            except PlaywrightError:
+                if frame is self.page.main_frame:
+                    raise
+
+        try:
+            async with asyncio.timeout(HELD_S):
+                await asyncio.gather(*(answers(frame) for frame in self.page.frames))
+        except (TimeoutError, PlaywrightError):  # no answer: taken as held, the behaviour before this module
+            return True
+        return False
 
     async def goto(self, url: str, wait_until: WaitUntil, timeout_ms: float) -> Response | None:
         """page.goto, ended by the first dialog of the new page (DIALOG_PENDING) as Tab.guard would end it."""
