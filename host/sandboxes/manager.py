@@ -55,6 +55,8 @@ LOG_TAIL_CHARS = 2000
 EXTEND_TIMEOUT_S = 10.0
 # How long listeners may take over a sandbox about to be removed (e.g. publishing a login profile).
 REMOVING_GRACE_S = 10.0
+# How long a call into a sandbox being removed waits for the removal before answering that it is gone.
+REMOVAL_WAIT_S = 30.0
 
 
 class CallListener(Protocol):
@@ -118,6 +120,9 @@ class SandboxManager:
         self._no_creates = anyio.Event()
         self._no_creates.set()
         self.listeners: list[CallListener] = []
+        # Removals under way, by sandbox id: a second remover (the reaper, a call's diagnosis, the owner's
+        # destroy) waits for the first instead of racing it, and is answered once the sandbox is gone.
+        self._removals: dict[str, anyio.Event] = {}
 
     @property
     def image_provider(self) -> ImageProvider | None:
@@ -404,14 +409,22 @@ class SandboxManager:
         if wake:
             await self.wake(caller, rec.id, deadline)
         if rec.removed_because is not None:
+            await self._removed(rec, deadline)
             raise _destroyed_under_the_call(rec, {"sandboxId": rec.id})
         # A sandbox paused behind our back is still tried (the status may be stale); it ends in RPC_TIMEOUT.
         if rec.status not in (SandboxStatus.RUNNING, SandboxStatus.PAUSED) or rec.endpoint is None:
-            raise BoxwrightError(
+            not_running = BoxwrightError(
                 ErrorCode.SANDBOX_NOT_RUNNING,
                 f"sandbox {rec.id} is {rec.status.value}",
                 details={"sandboxId": rec.id, "status": rec.status.value},
             )
+            if rec.status is not SandboxStatus.EXITED or rec.endpoint is None:
+                raise not_running
+            # Exited when the reaper last looked (maybe mid-removal behind our back): the engine is asked
+            # now, so a container gone for good is answered as gone, what it left removed first.
+            failed = await self._diagnose(rec, not_running)
+            if rec.status is not SandboxStatus.RUNNING:
+                raise failed
         rec.last_used = datetime.now(UTC)
         for listener in self.listeners:
             listener.call_started(rec, method, params)
@@ -445,17 +458,27 @@ class SandboxManager:
             raise failed from exc
 
     async def _diagnose(self, rec: SandboxRecord, exc: BoxwrightError) -> BoxwrightError:
-        if rec.removed_because is not None:  # removed under the call: its container may not be gone yet
+        if rec.removed_because is not None:  # removed under the call: answered once it is gone
+            await self._removed(rec)
             return _destroyed_under_the_call(rec, exc.details)
         info = await anyio.to_thread.run_sync(self.backend.inspect, rec.container_id or "")
         if info is None:
-            if rec.status is not SandboxStatus.DESTROYING:  # else a concurrent call's diagnosis is removing it
-                # Removed behind our back: what it leaves (its volume, workspace disk, overlay) goes now too.
-                rec.status = SandboxStatus.EXITED
-                await self._remove(rec, "its container was removed outside Boxwright")
+            # Removed behind our back: what it leaves (its volume, workspace disk, overlay) goes now too
+            # (joined if the reaper or a concurrent call's diagnosis is removing it already).
+            rec.status = SandboxStatus.EXITED
+            await self._remove(rec, "its container was removed outside Boxwright")
         else:
             rec.status = status_of(info)
         return diagnose(rec, exc, info)
+
+    async def _removed(self, rec: SandboxRecord, deadline: Deadline | None = None) -> None:
+        """Wait (within the call's time, at most REMOVAL_WAIT_S) for a removal under way to finish, so
+        an answer that the sandbox is gone is given once it is."""
+        done = self._removals.get(rec.id)
+        if done is not None:
+            wait = REMOVAL_WAIT_S if deadline is None else min(REMOVAL_WAIT_S, deadline.remaining())
+            with anyio.move_on_after(wait):
+                await done.wait()
 
     # -- housekeeping ------------------------------------------------------------------------
     async def reap(self) -> None:
@@ -504,6 +527,18 @@ class SandboxManager:
                 log.exception("reaper sweep failed")
 
     async def _remove(self, rec: SandboxRecord, reason: str, *, tombstone: bool = True) -> None:
+        under_way = self._removals.get(rec.id)
+        if under_way is not None:  # another remover got there first: done when it is
+            await under_way.wait()
+            return
+        self._removals[rec.id] = done = anyio.Event()
+        try:
+            await self._remove_now(rec, reason, tombstone=tombstone)
+        finally:
+            del self._removals[rec.id]
+            done.set()
+
+    async def _remove_now(self, rec: SandboxRecord, reason: str, *, tombstone: bool) -> None:
         was_up = rec.status in (SandboxStatus.RUNNING, SandboxStatus.PAUSED)
         rec.status = SandboxStatus.DESTROYING
         rec.removed_because = rec.removed_because or reason

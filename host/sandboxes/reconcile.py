@@ -84,12 +84,19 @@ class Reconciler:
             seen.add(info.sandbox_id)
             rec = self.registry.record(info.sandbox_id)
             if rec is not None:
-                if rec.status is not SandboxStatus.STARTING:
+                # A listing older than a create or removal under way says nothing of it.
+                if rec.status not in (SandboxStatus.STARTING, SandboxStatus.DESTROYING):
                     rec.status = status_of(info)
                 continue
             if self.pool is not None and self.pool.holds(info.sandbox_id):
                 continue
             if self.mine(info.labels):
+                if self.registry.removed_here(info.sandbox_id):
+                    # Removed while this listing was made: never adopted again (its container, if the
+                    # removal failed, is removed once more).
+                    if self.registry.claim(info.sandbox_id):
+                        await self.remove(self.record_of(info), "removed already")
+                    continue
                 if self.claimed_elsewhere(info) and info.status not in STOPPED:
                     continue
                 if self.registry.claim(info.sandbox_id):  # else: another live process of this server has it

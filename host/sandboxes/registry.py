@@ -35,6 +35,7 @@ class SandboxRegistry:
         self._records: dict[str, SandboxRecord] = {}
         self._defaults: dict[tuple[str, str | None], str] = {}  # (owner, session) -> sandbox id
         self._destroyed: OrderedDict[str, str] = OrderedDict()  # sandbox id -> owner
+        self._removed: OrderedDict[str, None] = OrderedDict()  # every sandbox this process removed
         self._places: list[Place] = []
         # (owner, session) -> the default that went, and why: a call without sandboxId then says so
         self._gone_defaults: OrderedDict[tuple[str, str | None], tuple[str, str]] = OrderedDict()
@@ -107,6 +108,13 @@ class SandboxRegistry:
             self._destroyed[rec.id] = rec.owner
             while len(self._destroyed) > TOMBSTONES:
                 self._destroyed.popitem(last=False)
+        self._removed[rec.id] = None
+        while len(self._removed) > TOMBSTONES:
+            self._removed.popitem(last=False)
+
+    def removed_here(self, sandbox_id: str) -> bool:
+        """Whether this process removed that sandbox (a listing made before its removal may still show it)."""
+        return sandbox_id in self._removed
 
     # -- as a caller sees them ---------------------------------------------------------------
     def owned_by(self, caller: Caller) -> list[SandboxRecord]:

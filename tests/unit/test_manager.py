@@ -231,20 +231,25 @@ class RemovalLog:
         self.removing.append((rec.id, reachable))
 
 
-@pytest.mark.parametrize("noticed_by", ["a call", "the reconcile"])
+@pytest.mark.parametrize("noticed_by", ["a call", "a call after a listing saw it exit", "the reconcile"])
 async def test_a_sandbox_removed_behind_our_back_leaves_nothing(
     sandbox_manager: SandboxManager, fake: FakeBackend, noticed_by: str
 ) -> None:
     """Its volume goes (the workspace disk with it), and listeners holding state for it (login profile
-    sessions, live views) are told — without being asked to reach an agent that is gone."""
+    sessions, live views) are told — without being asked to reach an agent that is gone. A call is
+    answered only once that is done — also when the reaper's listing caught the container mid-removal
+    (status exited: CI once answered SANDBOX_NOT_RUNNING at once, the volume still there)."""
     removals = RemovalLog()
     sandbox_manager.listeners.append(removals)
     rec = await sandbox_manager.create(ALICE)
     assert f"boxwright-{rec.id}-workspace" in fake.volumes
     fake.vanish(rec.id)
-    if noticed_by == "a call":
-        with pytest.raises(BoxwrightError):
+    if noticed_by.startswith("a call"):
+        if noticed_by.endswith("exit"):
+            rec.status = SandboxStatus.EXITED
+        with pytest.raises(BoxwrightError) as gone:
             await run(sandbox_manager, ALICE)
+        assert error_of(gone) is ErrorCode.SANDBOX_NOT_FOUND
     else:
         await sandbox_manager.reconcile()
     assert sandbox_manager.list(ALICE) == []
@@ -253,6 +258,70 @@ async def test_a_sandbox_removed_behind_our_back_leaves_nothing(
     with pytest.raises(BoxwrightError) as later:  # its owner is told it is gone, not that it never was
         sandbox_manager.resolve(ALICE, rec.id)
     assert error_of(later) is ErrorCode.SANDBOX_NOT_FOUND and "was destroyed" in later.value.message
+
+
+class HeldRemoval(RemovalLog):
+    """Holds every removal in its listener step until released (a slow engine, a profile publishing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = anyio.Event()
+
+    async def sandbox_removing(self, rec: SandboxRecord, *, reachable: bool) -> None:
+        await super().sandbox_removing(rec, reachable=reachable)
+        await self.release.wait()
+
+
+async def test_a_call_into_a_sandbox_being_removed_is_answered_once_it_is_gone(
+    sandbox_manager: SandboxManager, fake: FakeBackend
+) -> None:
+    """The reaper noticed the container gone first and is removing what it left: a call's diagnosis
+    joins that removal instead of answering while the volume is still there (or removing it twice)."""
+    held = HeldRemoval()
+    sandbox_manager.listeners.append(held)
+    rec = await sandbox_manager.create(ALICE)
+    fake.vanish(rec.id)
+    answered: list[tuple[ErrorCode, bool]] = []
+
+    async def call() -> None:
+        with pytest.raises(BoxwrightError) as gone:
+            await run(sandbox_manager, ALICE, rec.id)
+        answered.append((gone.value.code, f"boxwright-{rec.id}-workspace" in fake.volumes))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sandbox_manager.reconcile)
+        await anyio.sleep(0.1)  # the reaper's removal waits in the listener
+        tg.start_soon(call)
+        await anyio.sleep(0.3)
+        assert answered == []  # not answered while the removal is under way
+        held.release.set()
+    assert answered == [(ErrorCode.SANDBOX_NOT_FOUND, False)]
+    assert held.removing == [(rec.id, False)]  # removed once
+
+
+async def test_a_listing_made_before_a_removal_does_not_bring_the_sandbox_back(
+    sandbox_manager: SandboxManager, fake: FakeBackend
+) -> None:
+    """The reaper lists the containers, the sandbox is destroyed meanwhile, then the reaper goes through
+    its listing: the record must not be adopted again (its owner would see a sandbox that is gone)."""
+    rec = await sandbox_manager.create(ALICE)
+    stale = fake.list_sandboxes(sandbox_manager.settings.namespace)
+    await sandbox_manager.destroy(ALICE, rec.id)
+    fake.list_sandboxes = lambda namespace: stale  # type: ignore[method-assign]
+    seen_while_adopting: list[list[str]] = []
+    ensure_runner = sandbox_manager.readiness.ensure_runner
+
+    async def watched(rec: SandboxRecord, deadline: Deadline) -> None:
+        seen_while_adopting.append([r.id for r in sandbox_manager.list(ALICE)])
+        await ensure_runner(rec, deadline)
+
+    sandbox_manager.readiness.ensure_runner = watched  # type: ignore[method-assign]
+    await sandbox_manager.reconcile()
+    assert seen_while_adopting == []  # not even tried: its owner would see it until the adoption failed
+    assert sandbox_manager.list(ALICE) == []
+    with pytest.raises(BoxwrightError) as later:
+        sandbox_manager.resolve(ALICE, rec.id)
+    assert "was destroyed" in later.value.message
 
 
 async def test_a_frozen_sandbox_is_an_rpc_timeout(sandbox_manager: SandboxManager, fake: FakeBackend) -> None:
