@@ -422,7 +422,7 @@ class SandboxManager:
                 raise not_running
             # Exited when the reaper last looked (maybe mid-removal behind our back): the engine is asked
             # now, so a container gone for good is answered as gone, what it left removed first.
-            failed = await self._diagnose(rec, not_running)
+            failed = await self._diagnose(rec, not_running, deadline)
             if rec.status is not SandboxStatus.RUNNING:
                 raise failed
         rec.last_used = datetime.now(UTC)
@@ -454,12 +454,12 @@ class SandboxManager:
         except BoxwrightError as exc:
             failed = exc.with_details(sandboxId=rec.id)
             if exc.code.category is Category.SANDBOX:  # the sandbox itself failed: ask the engine how
-                raise await self._diagnose(rec, failed) from exc
+                raise await self._diagnose(rec, failed, deadline) from exc
             raise failed from exc
 
-    async def _diagnose(self, rec: SandboxRecord, exc: BoxwrightError) -> BoxwrightError:
+    async def _diagnose(self, rec: SandboxRecord, exc: BoxwrightError, deadline: Deadline) -> BoxwrightError:
         if rec.removed_because is not None:  # removed under the call: answered once it is gone
-            await self._removed(rec)
+            await self._removed(rec, deadline)
             return _destroyed_under_the_call(rec, exc.details)
         info = await anyio.to_thread.run_sync(self.backend.inspect, rec.container_id or "")
         if info is None:
@@ -471,13 +471,12 @@ class SandboxManager:
             rec.status = status_of(info)
         return diagnose(rec, exc, info)
 
-    async def _removed(self, rec: SandboxRecord, deadline: Deadline | None = None) -> None:
+    async def _removed(self, rec: SandboxRecord, deadline: Deadline) -> None:
         """Wait (within the call's time, at most REMOVAL_WAIT_S) for a removal under way to finish, so
         an answer that the sandbox is gone is given once it is."""
         done = self._removals.get(rec.id)
         if done is not None:
-            wait = REMOVAL_WAIT_S if deadline is None else min(REMOVAL_WAIT_S, deadline.remaining())
-            with anyio.move_on_after(wait):
+            with anyio.move_on_after(min(REMOVAL_WAIT_S, deadline.remaining())):
                 await done.wait()
 
     # -- housekeeping ------------------------------------------------------------------------
