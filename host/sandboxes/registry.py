@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from host.sandboxes.locks import OwnershipLocks
 from host.sandboxes.models import Caller, SandboxRecord
 from rpc.errors import BoxwrightError, ErrorCode
 
 TOMBSTONES = 256
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(eq=False)
@@ -101,16 +104,10 @@ class SandboxRegistry:
         self.locks.release(rec.id)
         for key in [k for k, v in self._defaults.items() if v == rec.id]:
             del self._defaults[key]
-            self._gone_defaults[key] = (rec.id, rec.removed_because or "removed")
-            while len(self._gone_defaults) > TOMBSTONES:
-                self._gone_defaults.popitem(last=False)
+            _remember(self._gone_defaults, key, (rec.id, rec.removed_because or "removed"))
         if tombstone:
-            self._destroyed[rec.id] = rec.owner
-            while len(self._destroyed) > TOMBSTONES:
-                self._destroyed.popitem(last=False)
-        self._removed[rec.id] = None
-        while len(self._removed) > TOMBSTONES:
-            self._removed.popitem(last=False)
+            _remember(self._destroyed, rec.id, rec.owner)
+        _remember(self._removed, rec.id, None)
 
     def removed_here(self, sandbox_id: str) -> bool:
         """Whether this process removed that sandbox (a listing made before its removal may still show it)."""
@@ -174,3 +171,10 @@ class SandboxRegistry:
             f"you have {len(mine)} sandboxes and no default one",
             details={"sandboxIds": [r.id for r in mine]},
         )
+
+
+def _remember(memory: OrderedDict[K, V], key: K, value: V) -> None:
+    """Keep what went in a bounded memory: the oldest entries are forgotten past TOMBSTONES."""
+    memory[key] = value
+    while len(memory) > TOMBSTONES:
+        memory.popitem(last=False)
