@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import stat
+from typing import Any
 
 import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +68,47 @@ class _Claim:
             os.close(saved)
 
 
-async def _read_lines(reader: asyncio.StreamReader, sink: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
-    """One message per line, decoded as the SDK does (UTF-8, undecodable bytes replaced)."""
-    async with sink:
+def _lenient_int(digits: str) -> int:
+    return int(digits) if len(digits) <= 4000 else 0  # past Python's digit limit; only the id matters here
+
+
+def unreadable_answer(text: str, exc: Exception) -> types.JSONRPCError | None:
+    """What a line that is not a valid JSON-RPC message is owed: an error carrying its request's id when a
+    lenient parse finds one, so the client is not left waiting for an answer that never comes (the SDK's
+    session answers such lines with nothing); a parse error without id when no id can be read; nothing
+    for a notification. Lenient means Python's json: it reads what the strict parser refuses (a lone
+    surrogate escape, a number of thousands of digits), though not nesting past its recursion limit."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    reason = errors[0]["msg"] if errors else str(exc)
+    if "hex escape" in reason or "surrogate" in reason:
+        reason += " (a \\uD800-\\uDFFF escape without its pair: a string cut inside a character)"
+    try:
+        parsed: Any = json.loads(text, parse_int=_lenient_int)
+    except (ValueError, RecursionError):
+        return _error(None, types.PARSE_ERROR, reason)
+    if not isinstance(parsed, dict):
+        return _error(None, types.INVALID_REQUEST, reason)
+    if "result" in parsed or "error" in parsed or ("method" in parsed and "id" not in parsed):
+        return None  # a response or a notification: nobody waits for an answer to it
+    rid = parsed.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, int | str):
+        rid = None
+    text_level = bool(errors) and errors[0]["type"] == "json_invalid"
+    return _error(rid, types.PARSE_ERROR if text_level else types.INVALID_REQUEST, f"unreadable message: {reason}")
+
+
+def _error(rid: types.RequestId | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message[:500]))
+
+
+async def _read_lines(
+    reader: asyncio.StreamReader,
+    sink: MemoryObjectSendStream[SessionMessage | Exception],
+    answers: MemoryObjectSendStream[SessionMessage],
+) -> None:
+    """One message per line, decoded as the SDK does (UTF-8, undecodable bytes replaced); a line that is
+    no message is answered here (`unreadable_answer`)."""
+    async with sink, answers:
         while True:
             try:
                 line = await reader.readuntil(b"\n")
@@ -77,23 +118,31 @@ async def _read_lines(reader: asyncio.StreamReader, sink: MemoryObjectSendStream
                     return
             except asyncio.LimitOverrunError:
                 await _skip_line(reader)
-                await sink.send(ValueError(f"a message longer than {MAX_LINE_BYTES} bytes was dropped"))
+                too_long = _error(None, types.PARSE_ERROR, f"a message longer than {MAX_LINE_BYTES} bytes was dropped")
+                log.warning("unreadable message on stdin: %s", too_long.error.message)
+                await answers.send(SessionMessage(too_long))
                 continue
             if not line.strip():
                 continue
+            text = line.decode("utf-8", errors="replace")
             try:
-                message = types.jsonrpc_message_adapter.validate_json(
-                    line.decode("utf-8", errors="replace"), by_name=False
-                )
-            except Exception as exc:  # the SDK's stdio transport hands these on too
-                await sink.send(exc)
+                message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+            except Exception as exc:
+                answer = unreadable_answer(text, exc)
+                log.warning("unreadable message on stdin: %s", answer.error.message if answer else exc)
+                if answer is not None:
+                    await answers.send(SessionMessage(answer))
                 continue
             await sink.send(SessionMessage(message))
 
 
-async def _forward(reader: asyncio.StreamReader, sink: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+async def _forward(
+    reader: asyncio.StreamReader,
+    sink: MemoryObjectSendStream[SessionMessage | Exception],
+    answers: MemoryObjectSendStream[SessionMessage],
+) -> None:
     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):  # the server stopped reading
-        await _read_lines(reader, sink)
+        await _read_lines(reader, sink, answers)
 
 
 async def _skip_line(reader: asyncio.StreamReader) -> None:
@@ -141,7 +190,7 @@ async def serve(server: MCPServer) -> None:
         outgoing, outgoing_out = anyio.create_memory_object_stream[SessionMessage](0)
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_forward, reader, incoming_in)
+                tg.start_soon(_forward, reader, incoming_in, outgoing.clone())
                 tg.start_soon(_write_lines, outgoing_out, writer)
                 try:
                     await lowlevel.run(incoming, outgoing, lowlevel.create_initialization_options())

@@ -102,6 +102,54 @@ def test_bad_lines_are_answered_or_skipped_and_the_session_goes_on() -> None:
     assert all(a.get("id") in (None, 1, 2, 3, 4) for a in answers.values())
 
 
+def test_a_request_that_does_not_parse_is_answered_with_its_id_and_the_session_goes_on() -> None:
+    """The SDK's session answers an unreadable line with nothing, so its client would wait for ever; what a
+    lenient parse can read the id of is answered with that id, the rest with a parse error without one."""
+    init = line(INIT) + line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    half_emoji = (
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\\ud83d"}}}'
+    )
+    bad_params = line({"jsonrpc": "2.0", "id": "three", "method": "tools/call", "params": []})
+    huge_number = b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"n":' + b"9" * 5000 + b"}}"
+    deep = b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"a":' + b"[" * 300 + b"]" * 300 + b"}}"
+    not_an_object = b"[" * 300 + b"]" * 300
+    notification = b'{"jsonrpc":"2.0","method":"notifications/x","params":{"t":"\\ud83d"}}'
+    good = line(
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "ok"}}}
+    )
+    stdin = (
+        init
+        + b"\n".join([half_emoji, bad_params.strip(), huge_number, deep, not_an_object, notification])
+        + b"\n"
+        + good
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    answers: list[dict[str, Any]] = []
+    try:
+        proc.stdin.write(stdin)
+        proc.stdin.flush()
+        while not answers or answers[-1].get("id") != 5:  # the good call is answered last (or the test times out)
+            answers.append(json.loads(proc.stdout.readline()))
+    finally:
+        proc.kill()
+        proc.wait(10)
+    by_id = {a.get("id"): a for a in answers}
+    assert by_id[2]["error"]["code"] == -32700 and "without its pair" in by_id[2]["error"]["message"]
+    assert by_id["three"]["error"]["code"] == -32600
+    assert by_id[4]["error"]["code"] == -32700
+    assert by_id[6]["error"]["code"] == -32700  # nested deeper than the strict parser goes
+    assert by_id[None]["error"]["code"] == -32600  # JSON, but not a message: no id to be read
+    assert by_id[5]["result"]["structuredContent"] == {"result": "okok"}
+    assert len(answers) == 7  # initialize, five of the six bad lines and the good call (not the notification)
+
+
 def test_a_regular_file_on_stdin_falls_back_to_the_sdks_transport(tmp_path: Path) -> None:
     requests = tmp_path / "in.jsonl"
     requests.write_bytes(line(INIT))
