@@ -1,7 +1,25 @@
 """Logging to stderr (stdout is the MCP stdio channel), one format for every command."""
 
 import logging
+import re
 import sys
+
+# Library chatter (HTTP request lines, SDK internals, WebSocket handshakes) stays out at every level: at
+# DEBUG, websockets logs each header of the live view's relay, the sandbox's bearer token among them.
+QUIET = ("httpx", "httpcore", "mcp", "docker", "urllib3", "uvicorn.access", "websockets")
+# Whatever still reaches a line (a library's message, an exception's text) shows no credential.
+_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)\s+[^\s'\",;]+|(\bbw_live=)[^\s'\",;]+")
+
+
+class Redact(logging.Filter):
+    """Masks bearer and basic credentials, and live view cookies, in the formatted message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = _CREDENTIAL.sub(lambda m: f"{m.group(1) or m.group(2)}{' ' if m.group(1) else ''}[redacted]", message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
 
 
 def setup(level: str) -> None:
@@ -12,6 +30,7 @@ def setup(level: str) -> None:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
-    # Library chatter (HTTP request lines, SDK internals) stays out unless debugging.
-    for noisy in ("httpx", "httpcore", "mcp", "docker", "urllib3", "uvicorn.access"):
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(Redact())
+    for noisy in QUIET:
         logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))
