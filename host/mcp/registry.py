@@ -7,6 +7,7 @@ one line per call — tool, duration, sandbox, outcome — without arguments or 
 """
 
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -81,19 +82,30 @@ class _RawArguments(ArgModelBase):
         return {"arguments": dict(self.__pydantic_extra__ or {})}
 
 
+_PLAIN_ID = re.compile(r"[\w.-]{1,64}")
+
+
+def loggable_id(value: object) -> str:
+    """A sandbox id as the log line may show it: as is when it looks like one, else escaped and cut short,
+    so a caller's `sandboxId` can neither start a forged line nor flood the log."""
+    if not isinstance(value, str) or not value:
+        return "-"
+    return value if _PLAIN_ID.fullmatch(value) else ascii(value[:64]) + ("..." if len(value) > 64 else "")
+
+
 def build_tool(spec: ToolSpec[Any], resolve_caller: Callable[[Context], Caller]) -> Tool:
     async def _call(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         started = time.monotonic()
-        sandbox_id = arguments.get("sandboxId") if isinstance(arguments.get("sandboxId"), str) else None
+        sandbox_id = arguments.get("sandboxId")
         caller: Caller | None = None
         outcome = "ok"
         try:
+            caller = resolve_caller(ctx)  # first, so that a call refused for its arguments names its owner too
             try:
                 args = spec.input.model_validate(arguments)
             except ValidationError as exc:
                 # Field names and messages only: rejected values may be secrets or file contents.
                 raise from_validation_error(exc, "invalid arguments", root="(arguments)", hint=ARGUMENTS_HINT) from None
-            caller = resolve_caller(ctx)
             deadline = Deadline.after(spec.budget_s(args))
             try:
                 async with deadline.timeout():
@@ -117,7 +129,7 @@ def build_tool(spec: ToolSpec[Any], resolve_caller: Callable[[Context], Caller])
                 "tool=%s owner=%s sandbox=%s outcome=%s duration_ms=%d",
                 spec.name,
                 caller.owner if caller else "-",
-                sandbox_id or "-",
+                loggable_id(sandbox_id),
                 outcome,
                 (time.monotonic() - started) * 1000,
             )

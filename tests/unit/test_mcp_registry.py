@@ -14,7 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
 from host.mcp.caller import CallerResolver
-from host.mcp.registry import Invocation, ToolOutput, ToolSpec, build_tool
+from host.mcp.registry import Invocation, ToolOutput, ToolSpec, build_tool, loggable_id
 from rpc.errors import BoxwrightError, ErrorCode
 
 
@@ -117,3 +117,21 @@ async def test_tool_backstop_turns_a_hang_into_tool_timeout() -> None:
     is_error, data, _ = await call({"text": "hang"})
     assert is_error and data["errorCode"] == "TOOL_TIMEOUT"
     assert loop.time() - started < 5
+
+
+async def test_the_call_log_line_names_the_owner_of_a_refused_call_and_cannot_be_forged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    forged = "x\n12:00:00 INFO    host.mcp.registry: tool=sandbox_destroy owner=alice sandbox=sbx_1 outcome=ok"
+    with caplog.at_level("INFO", logger="boxwright.tools"):
+        await call({"text": "", "sandboxId": forged + "y" * 5000})
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("tool=echo")]
+    assert "\n" not in line and len(line) < 300, line
+    assert "owner=local" in line and "outcome=INVALID_PARAMETER" in line
+
+
+def test_a_plain_sandbox_id_is_logged_as_is_anything_else_escaped_and_cut() -> None:
+    assert loggable_id("sbx_0123abcd") == "sbx_0123abcd"
+    assert loggable_id(None) == loggable_id("") == loggable_id(7) == "-"
+    assert loggable_id("a\nb") == "'a\\nb'"
+    assert loggable_id("z" * 100) == ascii("z" * 64) + "..."
