@@ -19,7 +19,7 @@ import anyio
 from host import __version__, labels, logs
 from host.config import Settings
 from host.identity import IdentityError
-from host.mcp.auth import LOCAL_OWNER, OWNER_PATTERN, TokenStore, default_token_file
+from host.mcp.auth import LOCAL_OWNER, TokenStore, default_token_file, owner_problem
 from rpc.errors import BoxwrightError
 from rpc.settings import SettingsError
 
@@ -300,10 +300,9 @@ def cmd_profile_rm(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_token_add(args: argparse.Namespace, settings: Settings) -> int:
-    import re
-
-    if not re.match(OWNER_PATTERN, args.owner):
-        print(f"owner must match {OWNER_PATTERN}", file=sys.stderr)
+    problem = owner_problem(args.owner)
+    if problem is not None:
+        print(problem, file=sys.stderr)
         return 2
     token = TokenStore.add(Path(args.token_file), args.owner)
     print(f"token for {args.owner} (shown once; only its hash is stored in {args.token_file}):", file=sys.stderr)

@@ -10,7 +10,9 @@ source of a caller's identity (host.mcp.caller never reads headers for it).
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,11 +25,25 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from rpc.auth import bearer_token, token_sha256
 from rpc.errors import BoxwrightError, ErrorCode, unauthorized
 
+log = logging.getLogger(__name__)
+
 TOKEN_HINT = "send one 'Authorization: Bearer <token>' header (create a token with `boxwright token add`)"
 OWNER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
 OWNER_SCOPE_KEY = "boxwright.owner"  # set by BearerAuthMiddleware on every request it lets through
 USER_SCOPE_KEY = "user"  # the same owner as the SDK reads it: it binds each MCP session to its creator
 LOCAL_OWNER = "local"
+
+
+def owner_problem(owner: str) -> str | None:
+    """Why `owner` cannot be a token's owner, or None. `local` is taken: it is stdio's and the command line's
+    owner, so a token named so would reach their sandboxes and login profiles over HTTP."""
+    if not re.fullmatch(OWNER_PATTERN, owner):
+        return f"owner must match {OWNER_PATTERN}"
+    if owner == LOCAL_OWNER:
+        return (
+            f"{LOCAL_OWNER!r} is the owner of stdio and the command line (their sandboxes and profiles); choose another"
+        )
+    return None
 
 
 def default_token_file() -> Path:
@@ -47,7 +63,14 @@ class TokenStore:
         if not path.exists():
             return cls({})
         data = json.loads(path.read_text())
-        return cls({e["sha256"]: e["owner"] for e in data.get("tokens", [])})
+        owners: dict[str, str] = {}
+        for entry in data.get("tokens", []):
+            problem = owner_problem(entry["owner"])
+            if problem is None:
+                owners[entry["sha256"]] = entry["owner"]
+            else:  # a hand-edited file: that token lets nobody in
+                log.warning("a token of %s in %s is ignored: %s", ascii(entry["owner"][:64]), path, problem)
+        return cls(owners)
 
     @staticmethod
     def add(path: Path, owner: str) -> str:

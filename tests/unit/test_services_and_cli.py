@@ -11,10 +11,12 @@ import pytest
 
 from host.cli import main
 from host.config import Settings
+from host.mcp.auth import TokenStore
 from host.sandboxes.manager import SandboxManager
 from host.sandboxes.models import Caller
 from host.services import Services
 from host.testing.fake_backend import FakeBackend
+from rpc.auth import token_sha256
 
 ALICE = Caller(owner="alice")
 
@@ -85,3 +87,28 @@ def test_token_add_prints_once_and_stores_only_the_hash(tmp_path: Path, capsys: 
     assert json.loads(path.read_text())["tokens"][0]["owner"] == "alice"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert main(["token", "add", "not an owner!", "--token-file", str(path)]) == 2
+
+
+def test_token_add_refuses_the_local_owner_and_a_name_with_a_newline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "tokens.json"
+    assert main(["token", "add", "local", "--token-file", str(path)]) == 2
+    assert "stdio and the command line" in capsys.readouterr().err
+    assert main(["token", "add", "alice\n", "--token-file", str(path)]) == 2
+    assert not path.exists()
+    # A hand-edited file naming them lets nobody in as those owners; its other tokens still work.
+    path.write_text(
+        json.dumps(
+            {
+                "tokens": [
+                    {"owner": "local", "sha256": token_sha256("t-local")},
+                    {"owner": "alice\n", "sha256": token_sha256("t-nl")},
+                    {"owner": "bob", "sha256": token_sha256("t-bob")},
+                ]
+            }
+        )
+    )
+    store = TokenStore.load(path)
+    assert store.owner_of("Bearer t-local") is None and store.owner_of("Bearer t-nl") is None
+    assert store.owner_of("Bearer t-bob") == "bob"
