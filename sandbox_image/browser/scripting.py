@@ -18,9 +18,12 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 
 if TYPE_CHECKING:
-    from playwright.async_api import JSHandle
+    from playwright.async_api import CDPSession, JSHandle, Page
 
 MAX_RESULT_BYTES = 1_000_000
+# How long a timed-out call waits to hear that the script was stopped (it takes milliseconds) before it
+# answers anyway; the stop goes on in the background.
+STOP_WAIT_S = 0.2
 _TYPE_OF = """v => v === null ? "null" : Array.isArray(v) ? "array"
   : v instanceof Date ? "date" : v instanceof RegExp ? "regexp" : v instanceof Map ? "map" : v instanceof Set ? "set"
   : (typeof Node === "function" && v instanceof Node) ? "node" : (typeof Window === "function" && v instanceof Window)
@@ -74,9 +77,43 @@ async def _evaluate_handle(tab: Tab, expression: str) -> JSHandle:
     raise error
 
 
+async def _stopper(tab: Tab, page: Page) -> CDPSession | None:
+    """A DevTools session on the page, attached before the script runs: Chromium takes
+    Runtime.terminateExecution to a page stuck in a script only from a session attached before it got
+    stuck (one attached afterwards waits for the page too). One per page, kept with the tab."""
+    if tab.script_stopper is not None and tab.script_stopper[0] is page:
+        return tab.script_stopper[1]
+    try:
+        cdp = await page.context.new_cdp_session(page)
+    except PlaywrightError:
+        return None
+    tab.script_stopper = (page, cdp)
+    return cdp
+
+
+async def _stop_script(cdp: CDPSession | None) -> bool:
+    """Ends the script the page is running (its event loop goes on), so a script that never returns does
+    not keep the tab busy; whether that was confirmed in time."""
+    if cdp is None:
+        return False
+
+    async def terminate() -> bool:
+        try:
+            await cdp.send("Runtime.terminateExecution")
+        except PlaywrightError:
+            return False
+        return True
+
+    stop = spawn(terminate())
+    done, _ = await asyncio.wait({stop}, timeout=STOP_WAIT_S)
+    return stop in done and stop.result()
+
+
 async def evaluate(tab: Tab, params: EvaluateParams, budget: Budget) -> EvaluateResult:
+    cdp: CDPSession | None = None
     try:
         async with asyncio.timeout(budget.seconds()):
+            cdp = await _stopper(tab, tab.check())
             handle = await _evaluate_handle(tab, params.expression)
             try:
                 kind: str = await tab.guard(handle.evaluate(_TYPE_OF))
@@ -86,10 +123,15 @@ async def evaluate(tab: Tab, params: EvaluateParams, budget: Budget) -> Evaluate
             finally:
                 spawn(quietly(handle.dispose()))
     except TimeoutError:
+        stopped = await _stop_script(cdp)
         raise BoxwrightError(
             ErrorCode.OPERATION_TIMEOUT,
-            f"the script did not finish within {budget.total_ms} ms",
-            hint="a script that never returns keeps the page busy: navigate the tab again or close it",
+            f"the script did not finish within {budget.total_ms} ms"
+            + ("; it was stopped and the tab can be used again" if stopped else ""),
+            hint="give it a longer timeoutMs, or make it return sooner (a promise that never settles waits as long)"
+            if stopped
+            else "a script that never returns keeps the page busy: close the tab (browser_tabs close)",
+            details={"tabId": tab.id, "scriptStopped": stopped},
         ) from None
     except PlaywrightError as exc:
         message = clean_message(exc)

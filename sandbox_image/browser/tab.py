@@ -29,8 +29,8 @@ from sandbox_image.browser.refs import RefRegistry
 from sandbox_image.browser.urls import ERROR_PAGE
 
 if TYPE_CHECKING:
+    from playwright.async_api import CDPSession, Dialog, Frame, Page, Request, Response
     from playwright.async_api import ConsoleMessage as PlaywrightConsoleMessage
-    from playwright.async_api import Dialog, Frame, Page, Request, Response
 
     from sandbox_image.browser.sessions import Session
 
@@ -132,6 +132,7 @@ class Tab:
         self._dialog_opened = asyncio.Event()
         self._error_page = asyncio.Event()
         self._stopping: asyncio.Task[None] | None = None  # see stop_waiting_navigation
+        self.script_stopper: tuple[Page, CDPSession] | None = None  # see scripting._stopper
         self._attach(page)
 
     # -- the page and its events -------------------------------------------------------------

@@ -287,6 +287,13 @@ async def test_evaluate(browser: BrowserDriver, site: Site, sid: str) -> None:
     assert thrown.code is ErrorCode.EXECUTION_ERROR and thrown.message == "the script failed: boom"
     slow = await browser.error("browser.evaluate", sessionId=sid, expression="new Promise(() => {})", timeoutMs=300)
     assert slow.code is ErrorCode.OPERATION_TIMEOUT
+    # A script that never returns is stopped at its timeout: the same tab answers the next calls at once.
+    stuck = await browser.error("browser.evaluate", sessionId=sid, expression="while (true) {}", timeoutMs=500)
+    assert stuck.code is ErrorCode.OPERATION_TIMEOUT and stuck.details["scriptStopped"] is True, stuck
+    assert await value("document.title") == ("An article", "string")
+    await browser.call("browser.snapshot", sessionId=sid, timeoutMs=3000)
+    again = await browser.call("browser.goto", sessionId=sid, url=site.url("/"), timeoutMs=5000)
+    assert again["title"] == "Index"
 
 
 async def test_scroll_hover_keys_and_history(browser: BrowserDriver, site: Site, sid: str) -> None:
