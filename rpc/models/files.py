@@ -29,6 +29,9 @@ MAX_READ_WIRE_BYTES = 5 * MIB + MIB // 2
 DEFAULT_READ_BYTES = MAX_READ_BYTES
 MAX_WRITE_BYTES = 2 * MIB
 MAX_LIST_ENTRIES = 10_000
+# The largest offset a caller may name: the largest integer a JSON number holds exactly in JavaScript
+# (2**53 - 1), far past any file, and inside the kernel's off_t.
+MAX_OFFSET = 2**53 - 1
 
 PATH_DOC = "Path relative to the workspace"
 PATH_ENCODING_DOC = (
@@ -51,7 +54,7 @@ class PathResult(Result):
 
 class FileReadParams(PathParams):
     encoding: Encoding = Field("utf-8", description="'utf-8' for text, 'base64' for any bytes")
-    offset: int = Field(0, ge=0, description="Byte offset to start at")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Byte offset to start at")
     limit: int = Field(
         DEFAULT_READ_BYTES,
         ge=1,

@@ -119,7 +119,12 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
 
 def _text_part(fd: int, rel: str, data: bytes, offset: int, limit: int, eof: bool) -> tuple[bytes, str]:
     """Cut `data` at a character boundary and decode it strictly."""
-    if offset > 0 and data and is_continuation(data[0]) and ends_inside_sequence(os.pread(fd, 3, max(0, offset - 3))):
+    if (
+        offset > 0
+        and data
+        and is_continuation(data[0])
+        and ends_inside_sequence(os.pread(fd, min(3, offset), offset - min(3, offset)))
+    ):
         raise invalid_parameter(
             "offset",
             "not at a character boundary",

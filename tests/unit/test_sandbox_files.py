@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.models.files import FileDeleteParams, FileListParams, FileReadParams, FileWriteParams
+from rpc.models.files import MAX_OFFSET, FileDeleteParams, FileListParams, FileReadParams, FileWriteParams
 from sandbox_image.files import ops
 from sandbox_image.files.ops import delete_path, list_dir, read_file, write_file
 from sandbox_image.files.workspace import Workspace
@@ -188,6 +189,17 @@ def test_offset_inside_a_character_and_limit_too_small(ws: Workspace, workspace:
     (workspace / "t.txt").write_text("é🎉")
     assert code_of(lambda: read(ws, "t.txt", offset=1)) == ErrorCode.INVALID_PARAMETER
     assert code_of(lambda: read(ws, "t.txt", offset=2, limit=2)) == ErrorCode.INVALID_PARAMETER
+    (workspace / "euro.txt").write_text("€€")  # e2 82 ac e2 82 ac: offsets 1 and 2 are inside the first one
+    for offset in (1, 2, 4, 5):
+        assert code_of(lambda at=offset: read(ws, "euro.txt", offset=at)) == ErrorCode.INVALID_PARAMETER, offset
+    assert read(ws, "euro.txt", offset=3).content == "€"
+
+
+def test_an_offset_past_what_a_json_number_holds_exactly_is_refused_by_the_model() -> None:
+    assert FileReadParams(path="a", offset=MAX_OFFSET).offset == MAX_OFFSET
+    for offset in (MAX_OFFSET + 1, 2**63, 2**64):
+        with pytest.raises(ValidationError):
+            FileReadParams(path="a", offset=offset)
 
 
 def test_offset_past_end_is_empty_eof(ws: Workspace, workspace: Path) -> None:
