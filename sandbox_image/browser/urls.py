@@ -41,6 +41,13 @@ def check_url(url: str, field: str = "url") -> str:
             hint=_hint_for(scheme),
             details={"field": field, "scheme": scheme, "allowedSchemes": sorted(ALLOWED_SCHEMES)},
         )
+    if scheme in ("http", "https") and not _host_of(url):
+        raise BoxwrightError(
+            ErrorCode.INVALID_PARAMETER,
+            f"{field} names no host (or a broken one)",
+            hint="give the whole address, e.g. https://example.com/ or http://[::1]:8000/",
+            details={"field": field},
+        )
     problem = port_error(url)
     if problem is not None:
         raise BoxwrightError(
@@ -50,6 +57,14 @@ def check_url(url: str, field: str = "url") -> str:
             details={"field": field},
         )
     return url
+
+
+def _host_of(url: str) -> str:
+    """The host of an http(s) URL, or '' when it has none ("http://") or it does not parse ("http://[::1")."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
 
 
 def _hint_for(scheme: str) -> str:

@@ -137,6 +137,10 @@ INTERNAL_PAGES = [
         "ftp://x",
         "example.com",
         "localhost:80",
+        "http://",
+        "https:///path",
+        "http://[::1",
+        "http://:8000/",
         *INTERNAL_PAGES,
     ],
 )
