@@ -9,7 +9,9 @@ Scoping: the SDK names a stream by the JSON-RPC request id (or one fixed name fo
 which every session numbers from the start, so one store shared by all sessions would replay one
 owner's results into another's stream. Every session therefore gets its own `SessionEvents` view,
 and a replay only ever sees events stored through that view. The log behind the views is shared and
-bounded (count and bytes, oldest dropped first); a stream resumed after its events were dropped
+bounded (count and bytes). What goes when it is full is the oldest event of the session holding the
+most (of the bound reached), not the oldest of all: a session flooding the log (another owner's, say)
+pushes out its own history, not that of everyone else. A stream resumed after its events were dropped
 gets nothing replayed, and the client reports the call as lost, as it would without a store.
 """
 
@@ -52,6 +54,8 @@ class EventLog:
         self.max_bytes = max_bytes
         self._events: OrderedDict[EventId, _Event] = OrderedDict()
         self._bytes = 0
+        self._by_scope: dict[int, OrderedDict[EventId, None]] = {}  # each session's events, oldest first
+        self._scope_bytes: dict[int, int] = {}
         self._ids = itertools.count(1)
         self._scopes = itertools.count(1)
 
@@ -69,11 +73,26 @@ class EventLog:
         event_id = str(next(self._ids))
         size = 0 if message is None else len(message.model_dump_json(by_alias=True, exclude_none=True))
         self._events[event_id] = _Event(scope, stream_id, message, size)
+        self._by_scope.setdefault(scope, OrderedDict())[event_id] = None
+        self._scope_bytes[scope] = self._scope_bytes.get(scope, 0) + size
         self._bytes += size
         while self._events and (len(self._events) > self.max_events or self._bytes > self.max_bytes):
-            _, dropped = self._events.popitem(last=False)
-            self._bytes -= dropped.size
+            self._drop_oldest_of(self._heaviest(by_bytes=self._bytes > self.max_bytes))
         return event_id
+
+    def _heaviest(self, *, by_bytes: bool) -> int:
+        if by_bytes:
+            return max(self._scope_bytes, key=self._scope_bytes.__getitem__)
+        return max(self._by_scope, key=lambda scope: len(self._by_scope[scope]))
+
+    def _drop_oldest_of(self, scope: int) -> None:
+        ids = self._by_scope[scope]
+        event_id, _ = ids.popitem(last=False)
+        dropped = self._events.pop(event_id)
+        self._bytes -= dropped.size
+        self._scope_bytes[scope] -= dropped.size
+        if not ids:
+            del self._by_scope[scope], self._scope_bytes[scope]
 
     async def replay(self, scope: int, last_event_id: EventId, send: EventCallback) -> StreamId | None:
         last = self._events.get(last_event_id)

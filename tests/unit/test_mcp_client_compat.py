@@ -211,6 +211,36 @@ async def test_the_log_is_bounded() -> None:
     assert log.stored_bytes <= 10_000
 
 
+async def test_a_session_flooding_the_log_pushes_out_its_own_events_not_the_others() -> None:
+    log = EventLog(max_events=10, max_bytes=100_000)
+    quiet, flood = log.session(), log.session()
+    start = await quiet.store_event("1", None)
+    await quiet.store_event("1", message(1))
+    flood_start = await flood.store_event("7", None)
+    for n in range(5_000):
+        last = await flood.store_event("7", message(n))
+    assert len(log) <= 10
+    replayed: list[EventMessage] = []
+
+    async def collect(event: EventMessage) -> None:
+        replayed.append(event)
+
+    assert await quiet.replay_events_after(start, collect) == "1"  # the quiet session's history is whole
+    assert [e.message.params["n"] for e in replayed] == [1]
+    assert await flood.replay_events_after(flood_start, collect) is None  # the flood's own oldest went
+    assert await flood.replay_events_after(last, collect) == "7"
+    # By bytes too: a session of big events gives way first.
+    log = EventLog(max_events=1_000, max_bytes=30_000)
+    quiet, heavy = log.session(), log.session()
+    start = await quiet.store_event("1", None)
+    await quiet.store_event("1", message(2))
+    for _ in range(10):
+        await heavy.store_event("2", JSONRPCRequest(jsonrpc="2.0", id=1, method="x", params={"blob": "y" * 9_000}))
+    assert log.stored_bytes <= 30_000
+    replayed.clear()
+    assert await quiet.replay_events_after(start, collect) == "1" and len(replayed) == 1
+
+
 def test_the_sdk_gives_each_new_session_its_own_view() -> None:
     """Pins the SDK seam the per-session views rely on (the transport's store, set at admission)."""
     server = toy_server()
