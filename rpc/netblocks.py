@@ -30,7 +30,20 @@ BLOCKED_V4 = (
     "224.0.0.0/4",
     "240.0.0.0/4",
 )
-BLOCKED_V6 = ("::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "fc00::/7", "fe80::/10", "ff00::/8")
+# IPv6: unspecified, loopback, and the forms that carry an IPv4 address inside (IPv4-mapped, NAT64, 6to4,
+# Teredo), so that 2002:a00:1:: (10.0.0.1 through 6to4) is as internal as 10.0.0.1; unique local,
+# link-local, multicast.
+BLOCKED_V6 = (
+    "::/128",
+    "::1/128",
+    "::ffff:0:0/96",
+    "64:ff9b::/96",
+    "2002::/16",
+    "2001::/32",
+    "fc00::/7",
+    "fe80::/10",
+    "ff00::/8",
+)
 INTERNAL_HINT = (
     "private, loopback, link-local, CGNAT and the server's own addresses and subnets may be allowlisted only "
     "with the operator's permission: ask them to add the entry to BOXWRIGHT_INTERNAL_ALLOW_HOSTS"

@@ -86,7 +86,8 @@ def test_public_also_blocks_the_hosts_attached_subnets() -> None:
 @pytest.mark.parametrize(
     "entry",
     ["169.254.169.254", "0.0.0.0/0", "::/0", "10.0.0.0/8", "10.1.2.3", "100.64.0.1", "127.0.0.1", "fd00::1",
-     "::ffff:10.0.0.1", "192.0.2.2", "192.0.2.0/24", "192.0.0.0/16"],
+     "::ffff:10.0.0.1", "64:ff9b::a00:1", "2002:a00:1::1", "2001:0:a00:1::1", "192.0.2.2", "192.0.2.0/24",
+     "192.0.0.0/16"],
 )  # fmt: skip
 def test_internal_entries_need_the_operators_permission(entry: str) -> None:
     """Private, link-local, loopback, CGNAT, the host's own address (192.0.2.2) and its LAN (192.0.2.0/24),
@@ -99,7 +100,7 @@ def test_internal_entries_need_the_operators_permission(entry: str) -> None:
     wide = ["0.0.0.0/0", "::/0", "192.0.0.0/16"]
     if entry not in wide:
         permits = ["10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.169.254", "fd00::/8", "::ffff:0:0/96",
-                   "192.0.2.0/24"]  # fmt: skip
+                   "64:ff9b::/96", "2002::/16", "2001::/32", "192.0.2.0/24"]  # fmt: skip
         assert (
             NetworkPolicy(mode="allowlist", allowHosts=[entry], internalAllowed=permits, **host).refused_entries() == []
         )
