@@ -485,3 +485,13 @@ async def test_the_handler_reads_small_files_inline_and_large_ones_in_a_thread(
 
     assert await length("small.txt") == 1024 and hops == []
     assert await length("big.txt") == ops.INLINE_READ_BYTES + 10 and len(hops) == 1
+
+
+def test_a_flag_takes_only_true_or_false() -> None:
+    """pydantic's lax mode reads "yes", "on" and 1 as true: a `recursive: "yes"` would delete a tree."""
+    for value in ("yes", "true", 1, 0, "off"):
+        with pytest.raises(ValidationError):
+            FileDeleteParams.model_validate({"path": "d", "recursive": value})
+    assert FileDeleteParams.model_validate({"path": "d", "recursive": True}).recursive is True
+    assert FileDeleteParams.model_validate_json('{"path": "d", "recursive": false}').recursive is False
+    assert FileDeleteParams.model_json_schema()["properties"]["recursive"]["type"] == "boolean"

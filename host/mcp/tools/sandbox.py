@@ -10,6 +10,7 @@ from host.mcp.forward import SANDBOX_ID_DOC
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
 from host.sandboxes.manager import CREATE_STEPS, SandboxManager
 from host.sandboxes.models import Caller, SandboxRecord, SandboxView, iso
+from rpc.models.base import Params
 from rpc.models.network import MAX_ALLOW_HOSTS, NetworkMode, NetworkPolicy
 
 
@@ -65,9 +66,7 @@ class SandboxDestroyResult(BaseModel):
     destroyed: bool
 
 
-class SandboxResumeArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SandboxResumeArgs(Params):  # Params: unknown fields refused, flags only true or false
     sandboxId: str | None = Field(None, min_length=1, max_length=64, description=SANDBOX_ID_DOC)
 
 
