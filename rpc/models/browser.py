@@ -30,8 +30,10 @@ WaitUntil = Literal["load", "domcontentloaded", "networkidle", "commit"]
 
 
 class TabParams(Params):
-    sessionId: str | None = Field(None, max_length=64, description="Browser session; default session if omitted")
-    tabId: str | None = Field(None, max_length=64, description="Tab to act on; the active tab if omitted")
+    sessionId: str | None = Field(
+        None, min_length=1, max_length=64, description="Browser session; default session if omitted"
+    )
+    tabId: str | None = Field(None, min_length=1, max_length=64, description="Tab to act on; the active tab if omitted")
 
 
 class ElementParams(TabParams):
@@ -230,9 +232,9 @@ class PageContentResult(TabResult):
 
 # -- tabs, sessions, dialogs, scripts, console ------------------------------------------------
 class TabsParams(Params):
-    sessionId: str | None = Field(None, max_length=64)
+    sessionId: str | None = Field(None, min_length=1, max_length=64)
     action: Literal["list", "new", "close", "select"] = "list"
-    tabId: str | None = Field(None, max_length=64, description="Tab to close or select")
+    tabId: str | None = Field(None, min_length=1, max_length=64, description="Tab to close or select")
     url: str | None = Field(None, max_length=8192, description="For 'new': open this URL")
     activate: bool = Field(True, description="For 'new': make it the active tab")
     timeoutMs: int = Field(DEFAULT_NAVIGATION_TIMEOUT_MS, ge=100, le=MAX_BROWSER_TIMEOUT_MS)

@@ -73,7 +73,7 @@ class HistoryInput(Params):
 class TabInput(Params):
     type: Literal["tab"]
     action: Literal["select", "new", "close"]
-    tabId: str | None = Field(None, max_length=64)
+    tabId: str | None = Field(None, min_length=1, max_length=64)
 
 
 class DialogInput(Params):

@@ -178,3 +178,14 @@ def test_browser_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BOXWRIGHT_BROWSER_PRELAUNCH", "maybe")
     with pytest.raises(SettingsError, match="BOXWRIGHT_BROWSER_PRELAUNCH"):
         SandboxSettings.load()
+
+
+def test_an_empty_session_or_tab_id_is_refused_not_taken_for_the_default() -> None:
+    from pydantic import ValidationError
+
+    from rpc.models.browser import SnapshotParams, TabsParams
+
+    for model, field in ((SnapshotParams, "sessionId"), (SnapshotParams, "tabId"), (TabsParams, "tabId")):
+        with pytest.raises(ValidationError):
+            model.model_validate({field: ""})
+        assert getattr(model.model_validate({}), field) is None

@@ -51,7 +51,7 @@ class LiveViewArgs(BaseModel):
 
     sandboxId: str | None = Field(None, min_length=1, max_length=64, description=SANDBOX_ID_DOC)
     sessionId: str | None = Field(
-        None, max_length=64, description="Browser session to show; the default one if omitted"
+        None, min_length=1, max_length=64, description="Browser session to show; the default one if omitted"
     )
 
 
