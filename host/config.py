@@ -164,6 +164,11 @@ class Settings(EnvSettings):
         "one more is refused (503) until one ends or idles out",
     )
     # Template runs.
+    max_runs_per_owner: int = Field(
+        50,
+        ge=1,
+        description="Template runs of one owner not yet ended (queued or running); one more is QUOTA_EXCEEDED",
+    )
     run_retention: int = Field(
         24 * 3600, ge=1, description="Seconds a finished template run's result and artifacts are kept after it ends"
     )

@@ -181,6 +181,7 @@ class RunManager:
         sandbox_id = await self._check_sandbox(caller, req)
         if self._tg is None:
             raise BoxwrightError(ErrorCode.INTERNAL_ERROR, "template runs are not being served (server stopping?)")
+        self._check_unfinished(caller)  # here, after the last await: concurrent submits cannot all slip past it
         created = now_ms()
         rec = RunRecord(
             run_id=f"run_{secrets.token_hex(8)}",
@@ -240,6 +241,19 @@ class RunManager:
                 "it goes on in the background",
                 hint="poll get_task_run with details.runId; use options.mode 'async' for long runs",
                 details={"runId": rec.run_id, "status": rec.status},
+            )
+
+    def _check_unfinished(self, caller: Caller) -> None:
+        """One owner's runs waiting or running are bounded: each holds memory and a place in the queue, and a
+        script submitting in a loop would otherwise grow both without end."""
+        limit = self.settings.max_runs_per_owner
+        unfinished = sum(1 for r in self._records.values() if r.owner == caller.owner and not r.terminal)
+        if unfinished >= limit:
+            raise BoxwrightError(
+                ErrorCode.QUOTA_EXCEEDED,
+                f"you have {unfinished} template runs queued or running, the most one owner may have",
+                hint="wait for some to end (get_task_run, list_task_runs) or cancel some (cancel_task_run)",
+                details={"resource": "runs", "limit": limit, "used": unfinished},
             )
 
     def get(self, caller: Caller, run_id: str) -> TaskRun:

@@ -302,6 +302,36 @@ async def test_queue_timeout_and_cancel(services: Services, fake: FakeBackend, s
         assert [i["status"] for i in ended["result"]["items"]][-1] == "skipped"
 
 
+async def test_an_owners_unfinished_runs_are_bounded(
+    host_settings: Settings, fake: FakeBackend, site: TaskSite
+) -> None:
+    """Past BOXWRIGHT_MAX_RUNS_PER_OWNER runs queued or running, one more is QUOTA_EXCEEDED, and opens nothing;
+    another owner is not held back, and once a run ends the owner may submit again."""
+    services = Services(host_settings.model_copy(update={"max_runs_per_owner": 2}), backend=fake)
+    async with services.running(), client(services) as mcp, client(services, as_owner("bob", "local")) as bob:
+        sid = (await mcp.ok("sandbox_create"))["sandboxId"]
+
+        def start(session: Session, url: str, sandbox: str | None = sid) -> Any:
+            args = {"templateId": "batch_extract_pages", "inputs": {"urls": [url], "concurrency": 1}}
+            return session.call(
+                "run_task_template",
+                {**args, **({"sandboxId": sandbox} if sandbox else {}), "options": {"mode": "async"}},
+            )
+
+        held = [(await start(mcp, site.url(f"/never/q{i}"))).data for i in range(2)]
+        third = await start(mcp, site.url("/p/3"))
+        assert third.is_error and third.code == "QUOTA_EXCEEDED", third.text
+        assert third.data["details"] == {"resource": "runs", "limit": 2, "used": 2} and third.data["recoverHint"]
+        assert len((await mcp.ok("list_task_runs"))["runs"]) == 2  # the refused one left no record
+        bobs = await start(bob, site.url("/p/4"), sandbox=None)
+        assert not bobs.is_error, bobs.text
+        await mcp.ok("cancel_task_run", {"runId": held[0]["runId"]})
+        site.released.set()  # its page loads, and the canceled run ends after that step
+        assert (await finish(mcp, held[0]["runId"]))["status"] == "canceled"
+        again = await start(mcp, site.url("/p/5"))
+        assert not again.is_error, again.text
+
+
 async def _done_at_least(mcp: Session, run_id: str, n: int) -> bool:
     return (await mcp.ok("get_task_run", {"runId": run_id}))["progress"]["doneSteps"] >= n
 
