@@ -25,6 +25,9 @@ _SUSPECT = re.compile(
     "[\u00c2-\u00f4][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc"
     "\u2013\u2014\u2018-\u201e\u2020-\u2022\u2026\u2030\u2039\u203a\u20ac\u2122]"
 )
+# What lxml refuses in a text node (C0 controls but tab, newline and return; U+FFFE/U+FFFF): ftfy reads
+# `À€` (C0 80, "modified UTF-8") as NUL, and such a "repair" is no repair at all.
+_NOT_XML_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 # Attributes whose text reaches the output (image text, link titles, meta descriptions and titles).
 _TEXT_ATTRIBUTES = ("alt", "title", "content", "aria-label")
 
@@ -34,7 +37,7 @@ def _repaired(value: str | None) -> str | None:
     if not value or not _SUSPECT.search(value):
         return None
     fixed = fix_encoding(value)
-    return fixed if fixed != value else None
+    return fixed if fixed != value and not _NOT_XML_TEXT.search(fixed) else None
 
 
 def repair_document(root: HtmlElement) -> None:

@@ -202,6 +202,17 @@ def test_mis_decoded_utf8_is_repaired_and_real_accents_are_left_alone() -> None:
     assert meta.title == "Bob\u2019s page" and meta.description == "caf\u00e9 menu"
 
 
+def test_a_repair_that_would_make_a_control_character_is_not_made() -> None:
+    # ftfy reads "À€" (C0 80, modified UTF-8) as NUL, which no text node may hold: the text stays as it was
+    # (this failed every markdown and html scrape of such a page with an internal error).
+    page = doc(
+        "<main><p>Our caf\u00c3\u00a9 serves coffee \u00c0\u20ac every day.</p></main>",
+        head="<title>\u00c0\u20ac</title>",
+    )
+    root = choose_document(page).root
+    assert "Our caf\u00c3\u00a9 serves coffee \u00c0\u20ac every day." in root.text_content()
+
+
 def test_hidden_marks_are_removed_from_the_visible_document() -> None:
     html = doc(
         '<p>seen</p><div data-bw-hidden="display"><p>display none</p></div>'
