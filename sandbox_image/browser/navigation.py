@@ -91,6 +91,7 @@ async def open_url(tab: Tab, url: str, wait_until: WaitUntil, budget: Budget) ->
     """Navigate the tab; the HTTP status of the main document (None for about:/data:). Dialogs of the page it
     shows are answered first, as a user leaving the page would (see leaving)."""
     url = check_url(url)
+    await tab.leave_if_stuck()
     page = tab.check(dialogs_ok=True)
     log.debug("goto %s in %s/%s", redact(url), tab.session.id, tab.id)
     mark = tab.mark()

@@ -18,7 +18,7 @@ from sandbox_image.browser.tab import Tab
 from sandbox_image.browser.timeouts import Budget
 
 if TYPE_CHECKING:
-    from playwright.async_api import CDPSession, JSHandle, Page
+    from playwright.async_api import JSHandle
 
 MAX_RESULT_BYTES = 1_000_000
 # How long a timed-out call waits to hear that the script was stopped (it takes milliseconds) before it
@@ -77,43 +77,9 @@ async def _evaluate_handle(tab: Tab, expression: str) -> JSHandle:
     raise error
 
 
-async def _stopper(tab: Tab, page: Page) -> CDPSession | None:
-    """A DevTools session on the page, attached before the script runs: Chromium takes
-    Runtime.terminateExecution to a page stuck in a script only from a session attached before it got
-    stuck (one attached afterwards waits for the page too). One per page, kept with the tab."""
-    if tab.script_stopper is not None and tab.script_stopper[0] is page:
-        return tab.script_stopper[1]
-    try:
-        cdp = await page.context.new_cdp_session(page)
-    except PlaywrightError:
-        return None
-    tab.script_stopper = (page, cdp)
-    return cdp
-
-
-async def _stop_script(cdp: CDPSession | None) -> bool:
-    """Ends the script the page is running (its event loop goes on), so a script that never returns does
-    not keep the tab busy; whether that was confirmed in time."""
-    if cdp is None:
-        return False
-
-    async def terminate() -> bool:
-        try:
-            await cdp.send("Runtime.terminateExecution")
-        except PlaywrightError:
-            return False
-        return True
-
-    stop = spawn(terminate())
-    done, _ = await asyncio.wait({stop}, timeout=STOP_WAIT_S)
-    return stop in done and stop.result()
-
-
 async def evaluate(tab: Tab, params: EvaluateParams, budget: Budget) -> EvaluateResult:
-    cdp: CDPSession | None = None
     try:
         async with asyncio.timeout(budget.seconds()):
-            cdp = await _stopper(tab, tab.check())
             handle = await _evaluate_handle(tab, params.expression)
             try:
                 kind: str = await tab.guard(handle.evaluate(_TYPE_OF))
@@ -123,7 +89,7 @@ async def evaluate(tab: Tab, params: EvaluateParams, budget: Budget) -> Evaluate
             finally:
                 spawn(quietly(handle.dispose()))
     except TimeoutError:
-        stopped = await _stop_script(cdp)
+        stopped = tab.devtools is not None and await tab.devtools.stop_script(STOP_WAIT_S)
         raise BoxwrightError(
             ErrorCode.OPERATION_TIMEOUT,
             f"the script did not finish within {budget.total_ms} ms"

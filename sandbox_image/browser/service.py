@@ -34,10 +34,34 @@ R = TypeVar("R", bound=Result)
 # An operation that ends in one of these may have left a navigation waiting (Tab.stop_waiting_navigation).
 TIMEOUT_CODES = frozenset({ErrorCode.NAVIGATION_TIMEOUT, ErrorCode.OPERATION_TIMEOUT})
 Operation = Callable[[Tab, P, Budget], Awaitable[R]]
+# What a timed-out call keeps of its deadline to send its answer after looking at the page.
+ANSWER_S = 0.05
+BUSY_PAGE_HINT = (
+    "the page ran a script that never returned (a loop that does not end) and blocked everything else; the "
+    "script was stopped and the tab answers again, but the page may start it again: go to another page, or "
+    "close the tab (browser_tabs close)"
+)
 
 
 def _required(field: str, action: str) -> BoxwrightError:
     return invalid_parameter(field, f"required for action {action!r}", message=f"action {action!r} needs {field}")
+
+
+async def _after_timeout(tab: Tab, timed_out: BoxwrightError, deadline: Deadline) -> BoxwrightError:
+    """A timed-out operation leaves the tab usable: a navigation still waiting for its document is
+    stopped, and a page stuck in a script of its own has that script stopped (the timeout says so)."""
+    tab.stop_waiting_navigation()
+    stopped = False
+    if not timed_out.details.get("scriptStopped"):  # browser.evaluate stops its own script
+        stopped = await tab.unstick(deadline.remaining() - ANSWER_S)
+    if not stopped:
+        return timed_out
+    return BoxwrightError(
+        timed_out.code,
+        f"{timed_out.message}: the page was stuck in a script of its own, which was stopped",
+        hint=BUSY_PAGE_HINT,
+        details={**timed_out.details, "scriptStopped": True},
+    )
 
 
 class BrowserService:
@@ -70,16 +94,16 @@ class BrowserService:
                 await tab.ensure_page()
                 return await operation(tab, params, budget)
             except BoxwrightError as exc:
-                if exc.code in TIMEOUT_CODES:
-                    tab.stop_waiting_navigation()
-                raise
+                if exc.code not in TIMEOUT_CODES:
+                    raise
+                raise await _after_timeout(tab, exc, deadline) from None
             except PlaywrightTimeoutError:
-                tab.stop_waiting_navigation()
-                raise BoxwrightError(
+                timeout = BoxwrightError(
                     ErrorCode.OPERATION_TIMEOUT,
                     f"{name} did not finish within {budget.total_ms} ms",
                     details={"method": name, "timeoutMs": budget.total_ms},
-                ) from None
+                )
+                raise await _after_timeout(tab, timeout, deadline) from None
             except PlaywrightError as exc:
                 if not self.engine.connected:
                     raise BoxwrightError(

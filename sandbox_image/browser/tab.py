@@ -24,13 +24,14 @@ from urllib.parse import urldefrag
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import ConsoleMessage, DialogInfo, FailedRequest
 from sandbox_image.browser.background import consume, quietly, spawn
+from sandbox_image.browser.devtools import PageDevtools
 from sandbox_image.browser.errors import PlaywrightError, clean_message, is_closed
 from sandbox_image.browser.refs import RefRegistry
 from sandbox_image.browser.urls import ERROR_PAGE
 
 if TYPE_CHECKING:
-    from playwright.async_api import CDPSession, Dialog, Frame, Page, Request, Response
     from playwright.async_api import ConsoleMessage as PlaywrightConsoleMessage
+    from playwright.async_api import Dialog, Frame, Page, Request, Response
 
     from sandbox_image.browser.sessions import Session
 
@@ -80,16 +81,6 @@ def _answer_as_leaving(pending: PendingDialog) -> Coroutine[Any, Any, None]:
     return quietly(leave)
 
 
-async def _stop_loading(page: Page) -> None:
-    with contextlib.suppress(PlaywrightError, TimeoutError):
-        async with asyncio.timeout(STOP_S):
-            cdp = await page.context.new_cdp_session(page)
-            try:
-                await cdp.send("Page.stopLoading")
-            finally:
-                await quietly(cdp.detach())
-
-
 @dataclass(frozen=True)
 class NavigationMark:
     """Where the tab stood before an action, to tell afterwards whether the action navigated."""
@@ -131,13 +122,15 @@ class Tab:
         self._broken = asyncio.Event()  # crashed or closed
         self._dialog_opened = asyncio.Event()
         self._error_page = asyncio.Event()
-        self._stopping: asyncio.Task[None] | None = None  # see stop_waiting_navigation
-        self.script_stopper: tuple[Page, CDPSession] | None = None  # see scripting._stopper
+        self._settling: set[asyncio.Task[Any]] = set()  # see stop_waiting_navigation and unstick
+        self.devtools: PageDevtools | None = None
+        self.stopped_scripts = 0  # scripts of the current document stopped by unstick
         self._attach(page)
 
     # -- the page and its events -------------------------------------------------------------
     def _attach(self, page: Page) -> None:
         self.page = page
+        self.devtools = PageDevtools(page)
         page.on("framenavigated", partial(self._on_navigated, page))
         page.on("dialog", partial(self._on_dialog, page))
         page.on("crash", partial(self._on_crash, page))
@@ -158,6 +151,7 @@ class Tab:
             self._title = ""
             if not same_document(self._document_url, frame.url):
                 self.document_dialogs = 0
+                self.stopped_scripts = 0
             self._document_url = frame.url
             if frame.url.startswith(ERROR_PAGE):
                 self.error_pages += 1
@@ -270,9 +264,11 @@ class Tab:
         self.closed = True
         self._broken.set()
 
-    def _replace_after_crash(self) -> None:
-        """Drop the dead page; the tab keeps its id and gets a fresh page on its next call."""
+    def _drop_page(self) -> None:
+        """Drop the page (dead, or stuck for good); the tab keeps its id and gets a fresh page on its next call."""
         old, self.page = self.page, None
+        self.devtools = None
+        self.stopped_scripts = 0
         self.crashed = False
         self._broken.clear()
         self.dialogs.clear()
@@ -294,7 +290,7 @@ class Tab:
                 details={"sessionId": self.session.id, "tabId": self.id},
             )
         if self.crashed:
-            self._replace_after_crash()
+            self._drop_page()
             raise BoxwrightError(
                 ErrorCode.PAGE_CRASHED,
                 f"the page in {self.id} crashed (or the browser died); the tab now holds a fresh blank page",
@@ -308,9 +304,9 @@ class Tab:
 
     async def ensure_page(self) -> Page:
         """Called first by every operation: reports a crash once, then gives the tab a fresh page."""
-        if self._stopping is not None:  # a navigation being stopped (stop_waiting_navigation): let it end
-            stopping, self._stopping = self._stopping, None
-            await asyncio.wait([stopping], timeout=STOP_S)
+        if self._settling:  # a navigation or a script being stopped after a timeout: let that end
+            settling, self._settling = self._settling, set()
+            await asyncio.wait(settling, timeout=STOP_S)
         if self.page is None and not self.closed and not self.crashed:
             page = await self.session.new_page()
             if self.closed:  # closed while the page was being made
@@ -399,11 +395,44 @@ class Tab:
         stuck until it was closed; stopped, the tab shows the page it showed before. Done in the
         background — the timeout goes back to the caller at once, within its deadline — and the tab's
         next operation waits for it first (ensure_page)."""
-        page = self.page
-        if self.navigating is None or page is None or self.closed or self.crashed:
+        if self.navigating is None or self.devtools is None or self.closed or self.crashed:
             return
         self.navigating = None
-        self._stopping = spawn(_stop_loading(page))
+        self._settling.add(spawn(self.devtools.stop_loading(STOP_S)))
+
+    async def unstick(self, within_s: float) -> bool:
+        """After a timeout (and stop_waiting_navigation, which it waits for: a page waiting for a new
+        document does not answer scripts either): if the page is stuck in a script of its own, stop that
+        script (see devtools), so the tab answers again instead of timing out on every call until it is
+        closed. Whether one was stopped — when that is known within `within_s`; otherwise it goes on in
+        the background and the tab's next operation waits for it (ensure_page)."""
+        if self.devtools is None or self.closed or self.crashed:
+            return False
+        task = spawn(self._unstick(self.devtools, set(self._settling)))
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, within_s))
+        if task in done:
+            return bool(task.result())
+        self._settling.add(task)
+        return False
+
+    async def _unstick(self, devtools: PageDevtools, stopping: set[asyncio.Task[Any]]) -> bool:
+        if stopping:
+            await asyncio.wait(stopping, timeout=STOP_S)
+        stopped = await devtools.unstick(STOP_S)
+        if stopped and devtools is self.devtools:
+            self.stopped_scripts += 1
+        return stopped
+
+    async def leave_if_stuck(self) -> None:
+        """Before a navigation: a page whose script was stopped and that is stuck again (it starts the loop
+        over, from a timer) cannot run its side of the navigation, so goto would time out on it forever;
+        it is closed instead and the navigation opens in a fresh page of the same tab, as Chromium's
+        "Page unresponsive — Exit page" does. The tab's history starts again there."""
+        if not self.stopped_scripts or self.devtools is None or await self.devtools.answers():
+            return
+        log.info("the page of %s/%s is stuck in its script again: replaced by a fresh page", self.session.id, self.id)
+        self._drop_page()
+        await self.ensure_page()
 
     async def await_state_event(self, grace_s: float) -> None:
         """After a "target closed/aborted" error, give the crash/close/disconnect event time to land."""

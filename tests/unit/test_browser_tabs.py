@@ -249,6 +249,36 @@ async def test_a_link_that_never_answers_stops_one_timeout_later(browser: Browse
     assert shown["url"] == site.url("/login")
 
 
+async def test_a_page_stuck_in_its_own_script_is_stopped_at_the_timeout(
+    browser: BrowserDriver, site: Site, sid: str
+) -> None:
+    """A page whose own timer never returns blocked every later call on its tab (snapshots, screenshots,
+    back, even goto to the same site) until the tab was closed; the first timeout now stops the script."""
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/article"))
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
+    await browser.call("browser.evaluate", sessionId=sid, expression="setTimeout(() => { while (true) {} }, 50)")
+    await asyncio.sleep(0.3)
+    stuck = await browser.error("browser.snapshot", sessionId=sid, timeoutMs=1000)
+    assert stuck.code is ErrorCode.OPERATION_TIMEOUT and stuck.details["scriptStopped"] is True, stuck
+    assert "stuck in a script of its own" in stuck.message and "close the tab" in (stuck.hint or "")
+    started = time.monotonic()
+    assert "Sign in" in (await browser.call("browser.snapshot", sessionId=sid, timeoutMs=3000))["text"]
+    back = await browser.call("browser.back", sessionId=sid, timeoutMs=3000)
+    assert back["url"] == site.url("/article") and back["navigated"] is True
+    assert time.monotonic() - started < 2.5
+
+    # A page that starts the loop again and again: each timeout stops it once, and goto leaves the page.
+    await browser.call("browser.evaluate", sessionId=sid, expression="setInterval(() => { while (true) {} }, 50)")
+    await asyncio.sleep(0.3)
+    again = await browser.error("browser.screenshot", sessionId=sid, timeoutMs=1000)
+    assert again.code is ErrorCode.OPERATION_TIMEOUT and again.details["scriptStopped"] is True, again
+    left = await browser.call("browser.goto", sessionId=sid, url=site.url("/"), timeoutMs=3000)
+    assert left["title"] == "Index"
+    # A timeout on a page that is not stuck says nothing of scripts.
+    slow = await browser.error("browser.goto", sessionId=sid, url=site.url("/never"), timeoutMs=500)
+    assert slow.code is ErrorCode.NAVIGATION_TIMEOUT and "scriptStopped" not in slow.details, slow
+
+
 async def test_timeout_follows_the_deadline(browser: BrowserDriver, site: Site, sid: str) -> None:
     """A deadline shorter than timeoutMs still ends in our structured error, not the dispatcher's."""
     await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
