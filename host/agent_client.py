@@ -30,6 +30,11 @@ from rpc.models.sandbox import Health
 log = logging.getLogger(__name__)
 
 HEADERS = {"Content-Type": "application/json"}
+# The most this client reads of one answer. The largest real ones (a page's whole text for the host to
+# cut, rpc.paging.MAX_WHOLE_BYTES, as JSON) are a quarter of it; past it the sandbox is misbehaving and
+# the host's memory is not its to take.
+MAX_ANSWER_BYTES = 128 * 1024 * 1024
+READ_CHUNK_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,7 @@ class AgentClient:
                     timeout=aiohttp.ClientTimeout(total=None, connect=connect_s),
                 ) as resp,
             ):
-                status, content = resp.status, await resp.read()
+                status, content = resp.status, await _read_capped(resp, method.name)
         except aiohttp.ClientError as exc:  # before TimeoutError: a connect timeout is one of these too
             raise BoxwrightError(
                 ErrorCode.AGENT_UNREACHABLE,
@@ -115,6 +120,28 @@ class AgentClient:
                 details={"method": method.name},
             ) from exc
         return read_answer(method, status, content)
+
+
+async def _read_capped(resp: aiohttp.ClientResponse, method_name: str) -> bytes:
+    if resp.content_length is not None and resp.content_length <= MAX_ANSWER_BYTES:
+        return await resp.read()  # the agent's usual answer: its length said, read at once
+    size, chunks = 0, []
+    if resp.content_length is None:
+        async for chunk in resp.content.iter_chunked(READ_CHUNK_BYTES):
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:
+                break
+            chunks.append(chunk)
+        else:
+            return b"".join(chunks)
+    resp.close()  # the rest is not read: the connection is dropped, not reused
+    raise BoxwrightError(
+        ErrorCode.PAYLOAD_TOO_LARGE,
+        f"the sandbox agent's answer to {method_name} is over {MAX_ANSWER_BYTES} bytes; it was not read",
+        hint="ask for less in one call (a smaller maxChars, fewer items); if this keeps happening, recreate the "
+        "sandbox (sandbox_destroy, sandbox_create)",
+        details={"method": method_name, "maxAnswerBytes": MAX_ANSWER_BYTES},
+    )
 
 
 def read_answer(method: Method[P, R], status: int, content: bytes) -> R:

@@ -36,7 +36,14 @@ from host.profiles.files import ensure_dir, write_atomic
 from host.profiles.locks import LoginLock, publish_lock
 from host.profiles.paths import ProfilePaths
 from rpc.errors import BoxwrightError, ErrorCode, from_validation_error
-from rpc.models.profiles import EMPTY_STATE, ProfileMeta, ProfileSummary, StorageState
+from rpc.models.profiles import (
+    EMPTY_STATE,
+    MAX_STATE_BYTES,
+    ProfileMeta,
+    ProfileSummary,
+    StorageState,
+    state_too_large,
+)
 
 log = logging.getLogger("boxwright.profiles")
 
@@ -63,6 +70,13 @@ def now_iso() -> str:
 def encode_state(state: dict[str, Any]) -> bytes:
     """The bytes of state.json: canonical (sorted keys), so equal states have equal checksums."""
     return json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _state_bytes(state: dict[str, Any], profile_id: str) -> bytes:
+    data = encode_state(state)
+    if len(data) > MAX_STATE_BYTES:
+        raise state_too_large(len(data), MAX_STATE_BYTES, profileId=profile_id)
+    return data
 
 
 def checksum(data: bytes) -> str:
@@ -194,8 +208,8 @@ class ProfileStore:
         self, owner: str, profile_id: str, state: dict[str, Any], *, base_version: int | None, writer: str
     ) -> PublishOutcome:
         """Compare-and-set on `base_version` (None: authoritative, on top of the current version)."""
+        data = _state_bytes(state, profile_id)
         path = self.ensure(owner, profile_id)
-        data = encode_state(state)
         digest = checksum(data)
         with self._publish_lock(path, profile_id):
             current = self._read_meta(path)
@@ -217,6 +231,7 @@ class ProfileStore:
     def import_state(self, owner: str, profile_id: str, data: Any, *, writer: str) -> PublishOutcome:
         """A storageState from any Playwright tool, published as the newest version (not during a login)."""
         state = parse_state(data, "the file")
+        _state_bytes(state, profile_id)  # before login_lock makes the profile
         lock = self.login_lock(owner, profile_id)
         with lock:
             return self.publish(owner, profile_id, state, base_version=None, writer=writer)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field
 
+from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.base import Params, Result
 from rpc.models.browser import ContextOptions, SessionsResult
 
@@ -23,6 +24,20 @@ from rpc.models.browser import ContextOptions, SessionsResult
 PROFILE_ID_PATTERN = r"^[a-zA-Z0-9._-]{1,64}$"
 DEFAULT_PROFILE_ID = "master"
 _FORBIDDEN_PARTS = ("/", "\\", "..", "\x00")
+# A profile's storageState, as JSON: a login's cookies and storage are tens of KiB; a site that fills its
+# storage on many origins (each may hold 10 MiB) makes far more, which is refused rather than moved to
+# the host and kept.
+MAX_STATE_BYTES = 16 * 1024 * 1024
+
+
+def state_too_large(size: int, limit: int = MAX_STATE_BYTES, **details: object) -> BoxwrightError:
+    return BoxwrightError(
+        ErrorCode.PAYLOAD_TOO_LARGE,
+        f"the session's cookies and site storage come to {size} bytes, more than a profile keeps ({limit})",
+        hint="a site filled its storage (localStorage, IndexedDB): the profile keeps its last version; clear "
+        "that site's storage in the session (browser_evaluate localStorage.clear()) or use another profile",
+        details={**details, "stateBytes": size, "maxStateBytes": limit},
+    )
 
 
 def profile_id_problem(value: str, pattern: str = PROFILE_ID_PATTERN) -> str | None:

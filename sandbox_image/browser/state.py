@@ -8,11 +8,20 @@ keeps running and the person or agent on it notices nothing.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.models.profiles import EMPTY_STATE, StateExportParams, StateExportResult, StateLoadParams, StateLoadResult
+from rpc.models.profiles import (
+    EMPTY_STATE,
+    MAX_STATE_BYTES,
+    StateExportParams,
+    StateExportResult,
+    StateLoadParams,
+    StateLoadResult,
+    state_too_large,
+)
 from sandbox_image.browser.errors import PlaywrightError, clean_message
 from sandbox_image.browser.service import BrowserService
 from sandbox_image.browser.sessions import Session
@@ -40,6 +49,9 @@ async def export_state(session: Session, *, indexed_db: bool) -> tuple[dict[str,
             f"cannot export session {session.id!r}: {clean_message(exc)}",
             details={"sessionId": session.id},
         ) from None
+    size = len(json.dumps(exported, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_STATE_BYTES:
+        raise state_too_large(size, MAX_STATE_BYTES, sessionId=session.id)
     return dict(exported), True
 
 

@@ -88,6 +88,19 @@ def _as_a_scrape(exc: BoxwrightError, params: ScrapePageParams, budget: Budget) 
     return exc
 
 
+async def _with_state(result: ScrapePageResult, session: Session, *, indexed_db: bool) -> ScrapePageResult:
+    """The result with the state the page left, for the host's login profile — or without it when it is too
+    large to keep (a site filled its storage): the page was read, only the profile is not updated."""
+    try:
+        state, _ = await export_state(session, indexed_db=indexed_db)
+    except BoxwrightError as exc:
+        if exc.code is not ErrorCode.PAYLOAD_TOO_LARGE:
+            raise
+        log.warning("scrape: the profile is not updated: %s", exc.message)
+        return result
+    return result.model_copy(update={"storageState": StorageState.model_validate(state)})
+
+
 async def _shielded(coro: Coroutine[Any, Any, Any]) -> None:
     """Run cleanup to its end even if the caller is cancelled meanwhile (the task goes on)."""
     await asyncio.shield(spawn(quietly(coro)))
@@ -127,8 +140,7 @@ class ScrapeService:
                     if session.consent is not None:
                         result = result.model_copy(update={"cookieBanners": list(session.consent.refused)})
                     if params.exportState:  # what the page left (refreshed cookies), for the host's login profile
-                        state, _ = await export_state(session, indexed_db=params.indexedDb)
-                        result = result.model_copy(update={"storageState": StorageState.model_validate(state)})
+                        result = await _with_state(result, session, indexed_db=params.indexedDb)
                     return result
         except (PlaywrightTimeoutError, TimeoutError):
             if not progress.loaded:  # the page never loaded (Playwright's own timer ran late on a busy machine)

@@ -16,6 +16,7 @@ from aiohttp import web
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import MAX_FULL_PAGE_HEIGHT, PageContentResult, PageInfoResult, StabilityResult
 from sandbox_image.browser import stability
+from sandbox_image.browser import state as state_module
 from sandbox_image.browser.screenshot import png_size
 from sandbox_image.browser.tab import Tab, same_document
 from tests.unit.browser_harness import BrowserDriver, Site
@@ -319,3 +320,18 @@ async def test_scroll_hover_keys_and_history(browser: BrowserDriver, site: Site,
     assert forward["navigated"] is True and forward["title"] == "Index"
     pressed = await browser.call("browser.press_key", sessionId=sid, key="Enter", selector="a[href='/article']")
     assert pressed["navigated"] is True and pressed["title"] == "An article"
+
+
+async def test_a_session_state_too_large_for_a_profile_is_not_exported(
+    browser: BrowserDriver, site: Site, sid: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page can fill its storage on many origins; such a state never leaves the sandbox for a profile."""
+    monkeypatch.setattr(state_module, "MAX_STATE_BYTES", 50_000)  # the real 16 MiB needs two full origins
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/article"))
+    small = await browser.call("browser.state_export", sessionId=sid)
+    assert small["fromContext"] is True
+    await browser.call("browser.evaluate", sessionId=sid, expression="localStorage.setItem('big', 'x'.repeat(60000))")
+    refused = await browser.error("browser.state_export", sessionId=sid)
+    assert refused.code is ErrorCode.PAYLOAD_TOO_LARGE, refused
+    assert refused.details["maxStateBytes"] == 50_000 and refused.details["stateBytes"] > 60_000
+    assert "x" * 100 not in str(refused.to_body())

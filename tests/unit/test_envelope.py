@@ -6,7 +6,9 @@ import json
 import logging
 
 import pytest
+from aiohttp import web
 
+from host import agent_client
 from host.agent_client import read_answer
 from rpc.deadline import DEADLINE_FIELD, Deadline
 from rpc.envelope import MalformedResult, UnreadableResponse, decode_response, encode_error, encode_request
@@ -118,3 +120,49 @@ def test_a_result_of_another_version_is_an_internal_error_naming_its_fields() ->
         read_answer(FILE_READ, 200, body)
     assert info.value.code is ErrorCode.INTERNAL_ERROR
     assert "content" in {e["field"] for e in info.value.details["errors"]}
+
+
+async def test_the_agent_transport_reads_no_more_than_its_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A misbehaving sandbox (or a page's data it passed on) could answer with any number of bytes, all of
+    it read into the host's memory; past MAX_ANSWER_BYTES the answer is dropped unread."""
+    monkeypatch.setattr(agent_client, "MAX_ANSWER_BYTES", 64 * 1024)
+    ok = {"path": "a.txt", "content": "hi", "encoding": "utf-8", "size": 2, "offset": 0, "length": 2, "eof": True}
+    big = {**ok, "content": "x" * 100_000}
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": big if "big" in request.path else ok}).encode()
+        if "chunked" not in request.path:
+            return web.Response(body=body, content_type="application/json")
+        response = web.StreamResponse()  # no Content-Length: only what arrives can be counted
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for start in range(0, len(body), 8192):
+            await response.write(body[start : start + 8192])
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/{kind}/rpc", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    client = agent_client.AgentClient()
+    try:
+        for kind in ("small", "small-chunked", "big", "big-chunked"):
+            endpoint = agent_client.AgentEndpoint(f"http://127.0.0.1:{port}/{kind}", "token")
+            call = client.call(endpoint, FILE_READ, FileReadParams(path="a.txt"), Deadline.after(5))
+            if kind.startswith("small"):
+                assert (await call).content == "hi", kind
+                continue
+            with pytest.raises(BoxwrightError) as info:
+                await call
+            assert info.value.code is ErrorCode.PAYLOAD_TOO_LARGE, kind
+            assert info.value.details == {"method": "file.read", "maxAnswerBytes": 64 * 1024}
+        # The client goes on working after a dropped answer.
+        endpoint = agent_client.AgentEndpoint(f"http://127.0.0.1:{port}/small", "token")
+        assert (await client.call(endpoint, FILE_READ, FileReadParams(path="a.txt"), Deadline.after(5))).eof
+    finally:
+        await client.aclose()
+        await runner.cleanup()

@@ -241,3 +241,21 @@ def test_import_export_show_and_rm(store: ProfileStore, caplog: pytest.LogCaptur
         store.summary("local", "imp")
     assert gone.value.code is ErrorCode.PROFILE_NOT_FOUND
     assert store.list("local") == []
+
+
+def test_a_state_too_large_to_keep_is_refused_and_the_profile_keeps_its_version(
+    store: ProfileStore, settings: Settings
+) -> None:
+    """A site that fills its storage on many origins made a storageState of any size, written to the host's
+    disk with every publish; past MAX_STATE_BYTES it is refused and nothing changes."""
+    store.publish("local", "master", state(), base_version=0, writer=writer_id("test"))
+    storage = [{"name": "k", "value": "x" * 17_000_000}]
+    huge = state() | {"origins": [{"origin": "https://a.test", "localStorage": storage}]}
+    with pytest.raises(BoxwrightError) as refused:
+        store.publish("local", "master", huge, base_version=1, writer=writer_id("test"))
+    assert refused.value.code is ErrorCode.PAYLOAD_TOO_LARGE
+    assert refused.value.details["maxStateBytes"] == 16 * 1024 * 1024 and refused.value.details["stateBytes"] > 17e6
+    assert store.read("local", "master").version == 1
+    with pytest.raises(BoxwrightError):  # nor does an import make a new profile for it
+        store.import_state("local", "fresh", huge, writer=writer_id("test"))
+    assert not (settings.profiles_root / "local" / "fresh" / "state.json").exists()
