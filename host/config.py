@@ -218,6 +218,11 @@ class Settings(EnvSettings):
     profile_id_regex: str = Field(
         PROFILE_ID_PATTERN, description="Profile ids must match this too ('/', '\\' and '..' are refused anyway)"
     )
+    max_profiles_per_owner: int = Field(
+        100,
+        ge=1,
+        description="Login profiles one owner may have, the default one aside; a new one past it is QUOTA_EXCEEDED",
+    )
     snapshot_refresh_on_request_end: bool = Field(
         True, description="Publish a profile session's state after each tool call on it (debounced)"
     )

@@ -30,7 +30,7 @@ from host.sandboxes.manager import SandboxManager
 from host.sandboxes.models import Caller
 from rpc import methods
 from rpc.deadline import Deadline
-from rpc.errors import BoxwrightError
+from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.browser import ContextOptions, SessionsParams
 from rpc.models.profiles import StateLoadParams, StateLoadResult, StorageState
 
@@ -178,3 +178,20 @@ class ProfileSessions:
 
     async def current_version(self, caller: Caller, profile_id: str) -> int:
         return await anyio.to_thread.run_sync(self.store.current_version, caller.owner, profile_id)
+
+    async def delete(self, caller: Caller, profile_id: str) -> None:
+        """Remove one of the caller's profiles — not while sessions opened from it here are open (their
+        saves would make it again) or a login holds it (login.lock: PROFILE_BUSY)."""
+        using = sorted(
+            f"{b.sandbox_id}/{b.session_id}"
+            for b in self.publisher.bindings.values()
+            if b.owner == caller.owner and b.profile_id == profile_id and not b.closed
+        )
+        if using:
+            raise BoxwrightError(
+                ErrorCode.PROFILE_BUSY,
+                f"profile {profile_id!r} is in use by {len(using)} browser session(s)",
+                hint="close them first (browser_sessions close with their sessionId and sandboxId), then delete it",
+                details={"profileId": profile_id, "sessions": using},
+            )
+        await anyio.to_thread.run_sync(self.store.remove, caller.owner, profile_id)

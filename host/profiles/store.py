@@ -136,6 +136,8 @@ class ProfileStore:
         path = self._dir(owner, profile_id)
         if (path / META_FILE).is_file() and (path / TMP_DIR).is_dir():
             return path
+        if not (path / META_FILE).is_file():
+            self._check_room(owner, profile_id)
         self.paths.root.mkdir(parents=True, exist_ok=True, mode=self.dir_mode)
         os.chmod(self.paths.root, self.dir_mode)
         ensure_dir(path.parent, self.dir_mode)
@@ -154,6 +156,21 @@ class ProfileStore:
                 self._write(path, data, meta)
                 log.info("profile %s/%s created (version 0)", owner, profile_id)
         return path
+
+    def _check_room(self, owner: str, profile_id: str) -> None:
+        """Profiles are made by naming them (first use), so one owner could make any number of directories;
+        the default profile is always there to be made (every scrape reads it)."""
+        limit = self.settings.max_profiles_per_owner
+        if profile_id == self.settings.default_profile_id:
+            return
+        used = len([p for p in self._profile_ids(owner) if p != self.settings.default_profile_id])
+        if used >= limit:
+            raise BoxwrightError(
+                ErrorCode.QUOTA_EXCEEDED,
+                f"you have {used} login profiles, the most one owner may have ({limit}); {profile_id!r} was not made",
+                hint="delete profiles you no longer need (profile_delete), or use one you have (profile_list)",
+                details={"resource": "profiles", "limit": limit, "used": used, "profileId": profile_id},
+            )
 
     def login_lock(self, owner: str, profile_id: str) -> LoginLock:
         path = self.ensure(owner, profile_id)
@@ -209,6 +226,9 @@ class ProfileStore:
     ) -> PublishOutcome:
         """Compare-and-set on `base_version` (None: authoritative, on top of the current version)."""
         data = _state_bytes(state, profile_id)
+        if base_version and not self.exists(owner, profile_id):  # from version 0 a publish may make it: first use
+            log.warning("profile %s/%s: publish by %s dropped: the profile was deleted", owner, profile_id, writer)
+            return PublishOutcome("stale", 0, base_version)  # not made again by a session opened before
         path = self.ensure(owner, profile_id)
         digest = checksum(data)
         with self._publish_lock(path, profile_id):
@@ -254,7 +274,7 @@ class ProfileStore:
             raise self.not_found(owner, profile_id)
         return self._summary(owner, profile_id, path)
 
-    def list(self, owner: str) -> list[ProfileSummary]:
+    def _profile_ids(self, owner: str) -> list[str]:
         owner_dir = self.paths.owner_dir(owner)
         if not owner_dir.is_dir():
             return []
@@ -265,8 +285,11 @@ class ProfileStore:
             except BoxwrightError:
                 continue  # not one of ours
             if (path / META_FILE).is_file():
-                found.append(self._summary(owner, path.name, path))
+                found.append(path.name)
         return found
+
+    def list(self, owner: str) -> list[ProfileSummary]:
+        return [self._summary(owner, name, self._dir(owner, name)) for name in self._profile_ids(owner)]
 
     def remove(self, owner: str, profile_id: str) -> None:
         path = self._dir(owner, profile_id)

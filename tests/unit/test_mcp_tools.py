@@ -39,7 +39,7 @@ HOST_ONLY = (
 )
 FORWARDED = [m for m in methods.ALL if m not in HOST_ONLY and m not in methods.TASKS and m not in methods.PROFILES]
 # Login profile and live view tools of the host's own, and the arguments a forwarded tool adds.
-PROFILE_TOOLS = {"browser_live_view", "profile_list"}
+PROFILE_TOOLS = {"browser_live_view", "profile_list", "profile_delete"}
 EXTRA_ARGS = {"browser_sessions": {"profileId"}}
 
 
@@ -177,7 +177,7 @@ async def test_toolsets_choose_tool_groups(services: Services) -> None:
         "process_output",
         "process_kill",
     }
-    assert len(tool_specs(services)) == 44
+    assert len(tool_specs(services)) == 45
     assert set(TOOLSETS) == {"sandbox", "code", "files", "browser", "templates", "scrape"}
     assert {spec.name for spec in tool_specs(services, ["templates"])} - names == TEMPLATE_TOOLS - names
     with pytest.raises(ValueError, match="unknown toolset"):

@@ -286,3 +286,25 @@ async def test_a_paused_profile_session_is_skipped_then_published_after_resume(s
                        deadline())  # fmt: skip
         await call(LOCAL, rec.id, m.BROWSER_CLICK, b.ClickParams(sessionId=sid, selector="#submit"), deadline())
         await eventually(lambda: store.read("local", "frozen").version == 1)
+
+
+async def test_a_profile_is_deleted_by_its_owner_once_no_session_uses_it(services: Services, site: str) -> None:
+    """MCP callers could make profiles but not remove one (a saved login stayed until an operator ran
+    `boxwright profile rm`); profile_delete does, and never while a session opened from it would save it back."""
+    store = services.profiles.store
+    async with serving(services) as mcp:
+        await mcp.ok("sandbox_create")
+        sid = (await mcp.ok("browser_sessions", {"action": "create", "profileId": "gone"}))["sessionId"]
+        busy = await mcp.error("profile_delete", {"profileId": "gone"})
+        assert busy.code == "PROFILE_BUSY" and busy.data["details"]["sessions"][0].endswith(f"/{sid}")
+        assert store.exists("local", "gone")
+        await mcp.ok("browser_sessions", {"action": "close", "sessionId": sid})
+        deleted = await mcp.ok("profile_delete", {"profileId": "gone"})
+        assert deleted == {"profileId": "gone", "deleted": True}
+        assert "gone" not in {p["profileId"] for p in (await mcp.ok("profile_list"))["profiles"]}
+        again = await mcp.error("profile_delete", {"profileId": "gone"})
+        assert again.code == "PROFILE_NOT_FOUND"
+        for bad in ("../x", "a/b", "x" * 65):
+            refused = await mcp.error("profile_delete", {"profileId": bad})
+            assert refused.code == "INVALID_PARAMETER", bad
+    assert not store.exists("local", "gone")

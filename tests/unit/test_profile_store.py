@@ -259,3 +259,29 @@ def test_a_state_too_large_to_keep_is_refused_and_the_profile_keeps_its_version(
     with pytest.raises(BoxwrightError):  # nor does an import make a new profile for it
         store.import_state("local", "fresh", huge, writer=writer_id("test"))
     assert not (settings.profiles_root / "local" / "fresh" / "state.json").exists()
+
+
+def test_one_owner_has_at_most_max_profiles_the_default_aside(tmp_path: Path) -> None:
+    """A profile is made by naming it (every scrape or session with a new profileId), so one owner could make
+    any number of them on the host's disk."""
+    store = ProfileStore(Settings(state_dir=tmp_path / "state", namespace="unit", max_profiles_per_owner=2))
+    store.read("bob", "p1")
+    store.read("bob", "p2")
+    with pytest.raises(BoxwrightError) as full:
+        store.read("bob", "p3")
+    assert full.value.code is ErrorCode.QUOTA_EXCEEDED
+    assert full.value.details == {"resource": "profiles", "limit": 2, "used": 2, "profileId": "p3"}
+    assert not store.exists("bob", "p3")
+    store.read("bob", "master")  # the default profile is always there to be made: every scrape reads it
+    store.read("bob", "p2")  # and the ones there are still read
+    store.read("alice", "p3")  # another owner's count is their own
+    store.remove("bob", "p1")
+    store.read("bob", "p3")
+
+
+def test_a_session_saving_to_a_deleted_profile_does_not_make_it_again(store: ProfileStore) -> None:
+    store.publish("local", "gone", state(), base_version=0, writer=writer_id("login"))
+    start = store.read("local", "gone").version
+    store.remove("local", "gone")
+    outcome = store.publish("local", "gone", state("newer"), base_version=start, writer=writer_id("session"))
+    assert outcome.outcome == "stale" and not store.exists("local", "gone")

@@ -1,5 +1,5 @@
 """Login profiles and the live view as tools: browser_sessions (which opens a session from a profile),
-browser_live_view (a link a person opens to see and drive a session) and profile_list.
+browser_live_view (a link a person opens to see and drive a session), profile_list and profile_delete.
 
 A profile is the caller's own (over HTTP the owner named by the bearer token; stdio callers are
 `local`): bob's `master` and alice's `master` are two profiles. No tool returns a profile's state or
@@ -71,6 +71,17 @@ class ProfileListArgs(BaseModel):
 class ProfileListResult(BaseModel):
     profiles: list[ProfileSummary]
     defaultProfileId: str
+
+
+class ProfileDeleteArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    profileId: ProfileId = Field(description="The login profile to delete (yours), with all its saved cookies")
+
+
+class ProfileDeleteResult(BaseModel):
+    profileId: str
+    deleted: bool = Field(description="Always true: a profile that is not there is PROFILE_NOT_FOUND")
 
 
 def tools(services: Services) -> list[ToolSpec[Any]]:
@@ -146,6 +157,11 @@ def tools(services: Services) -> list[ToolSpec[Any]]:
         result = ProfileListResult(profiles=found, defaultProfileId=settings.default_profile_id)
         return ToolOutput(result, f"profile_list ok: {len(found)} profiles")
 
+    async def profile_delete(inv: Invocation[ProfileDeleteArgs]) -> ToolOutput:
+        await profiles.delete(inv.caller, inv.args.profileId)
+        result = ProfileDeleteResult(profileId=inv.args.profileId, deleted=True)
+        return ToolOutput(result, f"profile_delete ok: {inv.args.profileId} deleted")
+
     return [
         ToolSpec(
             name="browser_sessions",
@@ -184,5 +200,16 @@ def tools(services: Services) -> list[ToolSpec[Any]]:
             handler=profile_list,
             budget_s=lambda _args: 10.0,
             annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        ),
+        ToolSpec(
+            name="profile_delete",
+            description="Delete one of your login profiles and every cookie and storage saved in it (a logout "
+            "everywhere Boxwright would use it). Refused while browser sessions opened from it are open or a login "
+            "is saving to it.",
+            input=ProfileDeleteArgs,
+            output=ProfileDeleteResult,
+            handler=profile_delete,
+            budget_s=lambda _args: 10.0,
+            annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False),
         ),
     ]
