@@ -225,6 +225,12 @@ async def test_login_through_the_live_view_then_another_server_reuses_it(
             assert mine == ["p1", "p2"]
             bobs = (await bob.ok("profile_list"))["profiles"]
             assert [(p["profileId"], p["version"]) for p in bobs if p["profileId"] != "master"] == [("p1", 0)]
+            # profile_delete: never another owner's (bob has no p2), nor one a session is open on.
+            assert (await bob.error("profile_delete", {"profileId": "p2"})).code == "PROFILE_NOT_FOUND"
+            assert (await bob.error("profile_delete", {"profileId": "p1"})).code == "PROFILE_BUSY"
+            assert (await alice.ok("profile_delete", {"profileId": "p2"}))["deleted"] is True
+            mine = [p["profileId"] for p in (await alice.ok("profile_list"))["profiles"] if p["profileId"] != "master"]
+            assert mine == ["p1"]
 
             # The live view of alice's session, served by the HTTP server itself, follows her agent.
             link = await alice.ok("browser_live_view", {"sandboxId": a_sid, "sessionId": a["sessionId"]})
