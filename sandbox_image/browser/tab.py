@@ -406,7 +406,7 @@ class Tab:
         script (see devtools), so the tab answers again instead of timing out on every call until it is
         closed. Whether one was stopped — when that is known within `within_s`; otherwise it goes on in
         the background and the tab's next operation waits for it (ensure_page)."""
-        if self.devtools is None or self.closed or self.crashed:
+        if self.devtools is None or self.closed or self.crashed or self.dialogs:  # a dialog holds the page itself
             return False
         task = spawn(self._unstick(self.devtools, set(self._settling)))
         done, _ = await asyncio.wait({task}, timeout=max(0.0, within_s))
@@ -424,13 +424,14 @@ class Tab:
         return stopped
 
     async def leave_if_stuck(self) -> None:
-        """Before a navigation: a page whose script was stopped and that is stuck again (it starts the loop
-        over, from a timer) cannot run its side of the navigation, so goto would time out on it forever;
-        it is closed instead and the navigation opens in a fresh page of the same tab, as Chromium's
-        "Page unresponsive — Exit page" does. The tab's history starts again there."""
-        if not self.stopped_scripts or self.devtools is None or await self.devtools.answers():
+        """Before a navigation: a page whose script had to be stopped may start it again (from a timer) at
+        any moment, and then it cannot run its side of the navigation, so goto would time out on it —
+        whether it does is a race a probe cannot settle. Such a page is closed instead and the navigation
+        opens in a fresh page of the same tab, as Chromium's "Page unresponsive — Exit page" does; the
+        tab's history starts again there."""
+        if not self.stopped_scripts or self.page is None:
             return
-        log.info("the page of %s/%s is stuck in its script again: replaced by a fresh page", self.session.id, self.id)
+        log.info("leaving the page of %s/%s, whose script was stopped, for a fresh page", self.session.id, self.id)
         self._drop_page()
         await self.ensure_page()
 
