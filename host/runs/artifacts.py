@@ -43,7 +43,9 @@ class ArtifactStore:
     def __init__(self, store: RunStore, retention_s: float) -> None:
         self.store = store
         self.retention_s = retention_s
-        self._index: dict[str, StoredArtifact] = {}
+        # By owner and id: the ids are the sandbox's, and a sandbox (whatever runs in it) could name one
+        # that another owner's run has; it then only ever names its own owner's.
+        self._index: dict[tuple[str, str], StoredArtifact] = {}
 
     # -- what exists -------------------------------------------------------------------------
     def add_run(self, record: RunRecord) -> None:
@@ -51,11 +53,16 @@ class ArtifactStore:
         if record.ended_at is None:
             return
         for ref in record.artifacts:
-            self._index[ref.artifactId] = StoredArtifact(record.run_id, record.owner, ref, record.ended_at)
+            self._index[(record.owner, ref.artifactId)] = StoredArtifact(
+                record.run_id, record.owner, ref, record.ended_at
+            )
 
     def drop_run(self, record: RunRecord) -> None:
         for ref in record.artifacts:
-            self._index.pop(ref.artifactId, None)
+            key = (record.owner, ref.artifactId)
+            entry = self._index.get(key)
+            if entry is not None and entry.run_id == record.run_id:  # not a later run's of the same id
+                del self._index[key]
 
     def expired(self, entry: StoredArtifact, now: int | None = None) -> bool:
         return (now or now_ms()) >= entry.ended_at + int(self.retention_s * 1000)
@@ -67,8 +74,8 @@ class ArtifactStore:
         return sorted(mine, key=lambda e: (-e.ended_at, e.run_id, e.ref.name or ""))
 
     def get(self, owner: str, artifact_id: str) -> StoredArtifact:
-        entry = self._index.get(artifact_id)
-        if entry is None or entry.owner != owner:  # another owner's is answered like a missing one
+        entry = self._index.get((owner, artifact_id))
+        if entry is None:  # another owner's is answered like a missing one
             raise BoxwrightError(
                 ErrorCode.ARTIFACT_NOT_FOUND, f"no artifact {artifact_id!r}", details={"artifactId": artifact_id}
             )

@@ -122,6 +122,36 @@ def test_artifacts_are_owned_chunked_and_expire(tmp_path: Path) -> None:
     assert not artifacts.owned_by("alice")
 
 
+def test_an_artifact_id_another_owners_run_also_reports_names_only_its_own(tmp_path: Path) -> None:
+    """Artifact ids come from the sandbox: one of bob's runs reporting the id of alice's artifact took
+    alice's entry in the index over (she got ARTIFACT_NOT_FOUND), and dropping it dropped hers."""
+    store = RunStore(tmp_path, "ns")
+    artifacts = ArtifactStore(store, retention_s=3600)
+    runs = {}
+    for owner, run_id, data in (("alice", "run_a", b"alice's"), ("bob", "run_b", b"bob's!")):
+        rec = record(run_id, owner, status="succeeded", ended_at=now_ms())
+        rec.artifacts = [ArtifactRef(artifactId="art_same", type="json", size=len(data), mimeType="text/plain")]
+        with store.write_artifact(run_id, "art_same") as fh:
+            fh.write(data)
+        artifacts.add_run(rec)
+        runs[owner] = rec
+    assert artifacts.read_all("alice", "art_same", 100)[1] == b"alice's"
+    assert artifacts.read_all("bob", "art_same", 100)[1] == b"bob's!"
+    artifacts.drop_run(runs["bob"])
+    assert artifacts.read_all("alice", "art_same", 100)[1] == b"alice's"
+    with pytest.raises(BoxwrightError) as gone:
+        artifacts.read_all("bob", "art_same", 100)
+    assert gone.value.code is ErrorCode.ARTIFACT_NOT_FOUND
+    # A later run of the same owner reusing the id: dropping the earlier run keeps the later one.
+    later = record("run_c", "alice", status="succeeded", ended_at=now_ms())
+    later.artifacts = [ArtifactRef(artifactId="art_same", type="json", size=5, mimeType="text/plain")]
+    with store.write_artifact("run_c", "art_same") as fh:
+        fh.write(b"later")
+    artifacts.add_run(later)
+    artifacts.drop_run(runs["alice"])
+    assert artifacts.read_all("alice", "art_same", 100)[1] == b"later"
+
+
 async def test_the_queue_is_first_come_first_served() -> None:
     """For one owner, strictly in the order submitted."""
     slots = RunSlots(2)
