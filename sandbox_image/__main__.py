@@ -38,7 +38,14 @@ def main() -> int:
     )
     if settings.expires_at is not None:
         watch_expiry(settings.expires_at, settings.expiry_grace)
-    web.run_app(create_agent_app(settings), host=settings.host, port=settings.port, access_log=None, print=None)
+    web.run_app(
+        create_agent_app(settings),
+        host=settings.host,
+        port=settings.port,
+        access_log=None,
+        print=None,
+        handler_cancellation=True,  # a call the host gave up on (cancelled, timed out) stops here too
+    )
     return 0
 
 

@@ -124,6 +124,9 @@ def build_tool(spec: ToolSpec[Any], resolve_caller: Callable[[Context], Caller])
             outcome = ErrorCode.INTERNAL_ERROR.value
             log.exception("tool %s crashed", spec.name)
             return failure(spec.name, BoxwrightError(ErrorCode.INTERNAL_ERROR, f"{spec.name} failed unexpectedly"))
+        except BaseException:  # the client cancelled the call (or the server is stopping)
+            outcome = "cancelled"
+            raise
         finally:
             log.info(
                 "tool=%s owner=%s sandbox=%s outcome=%s duration_ms=%d",

@@ -16,12 +16,15 @@ then has no runner (`codeRunnerReady: false`) and the host starts a new daemon o
 
 On the wire: one JSON object per line. The daemon's first line is `{"hello": HELLO, "secret": …}`;
 then the agent sends JSON-RPC requests (rpc.envelope) and the daemon answers each, in any order,
-matched by id — or, if it cannot serve at all, says `{"fatal": …}` once and hangs up.
+matched by id — or, if it cannot serve at all, says `{"fatal": …}` once and hangs up. A request the
+agent's caller gave up on (the host's call was cancelled, or its connection went) is followed by
+`{"cancel": id}`: the daemon stops handling it (a code run's processes are killed) and sends no answer.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import struct
 import time
@@ -36,6 +39,7 @@ RUNNER_USER = "runner"
 # A daemon that cannot load what serves code.run after its hello says why in one line, `{FATAL: "…"}`, and
 # hangs up: the agent logs it (its log reaches the host's diagnostics; the daemon's stderr does not).
 FATAL = "fatal"
+CANCEL = "cancel"
 HELLO_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_S = 60.0  # how long the daemon waits for the agent's socket: the agent may still be starting
 CONNECT_RETRY_S = 0.02
@@ -98,3 +102,28 @@ def read_hello(raw: bytes) -> str | None:
     if not isinstance(data, dict) or data.get("hello") != HELLO or not isinstance(data.get("secret"), str):
         return None
     return str(data["secret"])
+
+
+# How rpc.envelope.encode_request begins a request (json.dumps with its default separators): its id, read
+# without parsing the whole line (a code run's line may be megabytes).
+_REQUEST_ID = re.compile(rb'^\{"jsonrpc": "2\.0", "id": (\d{1,18}),')
+
+
+def request_id_of(raw: bytes) -> int | None:
+    match = _REQUEST_ID.match(raw)
+    return int(match.group(1)) if match else None
+
+
+def cancel_line(request_id: int) -> bytes:
+    return json.dumps({CANCEL: request_id}).encode() + b"\n"
+
+
+def cancelled_id(raw: bytes) -> int | None:
+    """The request a `{"cancel": id}` line names (None for any other line: no JSON is parsed for those)."""
+    if not raw.startswith(b'{"cancel":'):
+        return None
+    try:
+        request_id = json.loads(raw)[CANCEL]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return request_id if isinstance(request_id, int) else None

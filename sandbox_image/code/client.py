@@ -29,7 +29,14 @@ from rpc.errors import BoxwrightError, ErrorCode
 from rpc.methods import BY_NAME, RUNNER_METHODS, Method
 from rpc.models.base import Params, Result
 from rpc.settings import SettingsError
-from sandbox_image.code.channel import FATAL, HELLO_TIMEOUT_S, MAX_LINE_BYTES, peer_credentials, read_hello
+from sandbox_image.code.channel import (
+    FATAL,
+    HELLO_TIMEOUT_S,
+    MAX_LINE_BYTES,
+    cancel_line,
+    peer_credentials,
+    read_hello,
+)
 from sandbox_image.dispatcher import Dispatcher, Handler
 
 SOCKET_MODE = 0o660
@@ -169,6 +176,11 @@ class RunnerLink:
             except (ConnectionError, OSError):
                 await self._drop(conn)
             raw = await answer
+        except asyncio.CancelledError:
+            # The host gave up on the call (cancelled, or its connection went): the daemon stops it too.
+            if conn.open and not conn.writer.is_closing():
+                conn.writer.write(cancel_line(request_id))
+            raise
         finally:
             conn.pending.pop(request_id, None)
         try:

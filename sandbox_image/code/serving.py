@@ -7,16 +7,28 @@ import asyncio
 import contextlib
 import logging
 import socket
+from functools import partial
 
 from sandbox_image.code import handlers
 from sandbox_image.code.background import ProcessManager
-from sandbox_image.code.channel import CONNECT_TIMEOUT_S, MAX_LINE_BYTES, handshake, line
+from sandbox_image.code.channel import (
+    CONNECT_TIMEOUT_S,
+    MAX_LINE_BYTES,
+    cancelled_id,
+    handshake,
+    line,
+    request_id_of,
+)
 from sandbox_image.code.runner import CodeRunner
 from sandbox_image.config import SandboxSettings
 from sandbox_image.dispatcher import Dispatcher
 
 ZOMBIE_SWEEP_S = 5.0
 log = logging.getLogger("boxwright.runner")
+
+
+def _forget(answering: dict[int, asyncio.Task[None]], request_id: int, _task: asyncio.Task[None]) -> None:
+    answering.pop(request_id, None)
 
 
 class RunnerDaemon:
@@ -56,11 +68,20 @@ class RunnerDaemon:
                     await writer.drain()
 
         reaping = asyncio.create_task(self._reap_zombies())
+        answering: dict[int, asyncio.Task[None]] = {}  # by request id, for a cancel line
         try:
             while raw := await reader.readline():
+                cancelled = cancelled_id(raw)
+                if cancelled is not None:
+                    if (running := answering.get(cancelled)) is not None:
+                        running.cancel()
+                    continue
                 task = asyncio.create_task(answer(raw))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
+                if (request_id := request_id_of(raw)) is not None:
+                    answering[request_id] = task
+                    task.add_done_callback(partial(_forget, answering, request_id))
         except (ConnectionError, ValueError):  # ValueError: an over-long line
             pass
         finally:

@@ -4,6 +4,7 @@ clear RPC timeout while other sandboxes keep being served; background processes 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import anyio
 import docker
@@ -23,6 +24,15 @@ def processes(container) -> str:
     return container.exec_run(["ps", "-eo", "user,pid,pgid,args"], user="agent").output.decode()
 
 
+async def within(seconds: float, check: Callable[[], bool]) -> bool:
+    """Whether `check` comes true within `seconds` (asked every 0.2 s)."""
+    for _ in range(int(seconds / 0.2)):
+        if check():
+            return True
+        await anyio.sleep(0.2)
+    return check()
+
+
 async def test_timeout_kills_the_process_group_promptly(
     http_server: HttpServer, tokens: dict, docker_client: docker.DockerClient
 ) -> None:
@@ -40,6 +50,26 @@ async def test_timeout_kills_the_process_group_promptly(
             # The innermost layer fired: before the first outer one (the agent handler's deadline) could.
             assert elapsed < 1 + LADDER.agent_slack_s - LADDER.handler_s, elapsed
             assert "sleep 100" not in processes(container_of(docker_client, sid))
+        finally:
+            await s.ok("sandbox_destroy", {"sandboxId": sid})
+
+
+async def test_a_cancelled_call_stops_its_code_in_the_sandbox(
+    http_server: HttpServer, tokens: dict, docker_client: docker.DockerClient
+) -> None:
+    """A client that cancels a code_run (the SDK cancels the call) got its answer, but the code ran on to the
+    end: the host's call to the agent went, and the agent and its code runner never heard of it."""
+    async with http_session(http_server.url, tokens["alice"]) as s:
+        sid = (await s.ok("sandbox_create"))["sandboxId"]
+        container = container_of(docker_client, sid)
+        try:
+            async with anyio.create_task_group() as calls:
+                calls.start_soon(s.call, "code_run", {"language": "bash", "code": "sleep 47; echo done"})
+                assert await within(30, lambda: "sleep 47" in processes(container))
+                calls.cancel_scope.cancel()
+            assert await within(10, lambda: "sleep 47" not in processes(container)), processes(container)
+            again = await s.ok("code_run", {"language": "bash", "code": "echo still here"})
+            assert again["stdout"] == "still here\n"
         finally:
             await s.ok("sandbox_destroy", {"sandboxId": sid})
 

@@ -17,6 +17,7 @@ from rpc.methods import FILE_READ, SCRAPE_PAGE
 from rpc.models.base import Params
 from rpc.models.files import FileReadParams, FileReadResult
 from rpc.models.scrape import ScrapePageParams
+from sandbox_image.code import channel
 from sandbox_image.dispatcher import Dispatcher
 
 
@@ -166,3 +167,14 @@ async def test_the_agent_transport_reads_no_more_than_its_cap(monkeypatch: pytes
     finally:
         await client.aclose()
         await runner.cleanup()
+
+
+def test_the_code_runner_reads_a_request_id_and_a_cancel_without_parsing_the_line() -> None:
+    """The daemon maps each request to its task by the id at the start of the line encode_request makes, so
+    that a `{"cancel": id}` the agent sends when its caller gives up stops that request."""
+    body = encode_request(FILE_READ, FileReadParams(path="a.txt"), deadline_ms=5000, request_id=123456)
+    assert channel.request_id_of(body) == 123456
+    assert channel.request_id_of(b'{"id": 1}') is None
+    assert channel.cancelled_id(channel.cancel_line(77)) == 77
+    for other in (body, b'{"cancel": "x"}\n', b'{"cancel": [1]', b"garbage"):
+        assert channel.cancelled_id(other) is None, other
