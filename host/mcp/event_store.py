@@ -32,18 +32,27 @@ from mcp.server.streamable_http import (
 )
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.types import JSONRPCMessage
+from pydantic import TypeAdapter
 
 MAX_EVENTS = 10_000
 MAX_BYTES = 128 * 1024 * 1024
 RETRY_INTERVAL_MS = 1_000  # how long a client waits before reconnecting (the SSE `retry` field)
 
 
+# What one stored event costs besides its JSON (the record, its keys in two dicts): counted in the bound.
+EVENT_OVERHEAD_BYTES = 256
+_MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)
+
+
 @dataclass(frozen=True)
 class _Event:
     scope: int
     stream_id: StreamId
-    message: JSONRPCMessage | None  # None: a priming event
-    size: int
+    data: bytes | None  # the message as sent (JSON), parsed again only for a replay; None: a priming event
+
+    @property
+    def size(self) -> int:
+        return EVENT_OVERHEAD_BYTES + (0 if self.data is None else len(self.data))
 
 
 class EventLog:
@@ -71,11 +80,12 @@ class EventLog:
 
     def add(self, scope: int, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
         event_id = str(next(self._ids))
-        size = 0 if message is None else len(message.model_dump_json(by_alias=True, exclude_none=True))
-        self._events[event_id] = _Event(scope, stream_id, message, size)
+        # Kept as its JSON, not as the message: the parsed objects took 6–7 times the bytes the bound counted.
+        data = None if message is None else _MESSAGE.dump_json(message, by_alias=True, exclude_none=True)
+        event = self._events[event_id] = _Event(scope, stream_id, data)
         self._by_scope.setdefault(scope, OrderedDict())[event_id] = None
-        self._scope_bytes[scope] = self._scope_bytes.get(scope, 0) + size
-        self._bytes += size
+        self._scope_bytes[scope] = self._scope_bytes.get(scope, 0) + event.size
+        self._bytes += event.size
         while self._events and (len(self._events) > self.max_events or self._bytes > self.max_bytes):
             self._drop_oldest_of(self._heaviest(by_bytes=self._bytes > self.max_bytes))
         return event_id
@@ -94,6 +104,12 @@ class EventLog:
         if not ids:
             del self._by_scope[scope], self._scope_bytes[scope]
 
+    def forget(self, scope: int) -> None:
+        """A session ended (DELETE, idle, refused): its events can never be asked for again."""
+        for event_id in self._by_scope.pop(scope, {}):
+            self._bytes -= self._events.pop(event_id).size
+        self._scope_bytes.pop(scope, None)
+
     async def replay(self, scope: int, last_event_id: EventId, send: EventCallback) -> StreamId | None:
         last = self._events.get(last_event_id)
         if last is None or last.scope != scope:
@@ -101,8 +117,8 @@ class EventLog:
         later = list(self._events.items())
         start = next(i for i, (event_id, _) in enumerate(later) if event_id == last_event_id) + 1
         for event_id, event in later[start:]:
-            if event.scope == scope and event.stream_id == last.stream_id and event.message is not None:
-                await send(EventMessage(event.message, event_id))
+            if event.scope == scope and event.stream_id == last.stream_id and event.data is not None:
+                await send(EventMessage(_MESSAGE.validate_json(event.data), event_id))
         return last.stream_id
 
 
@@ -112,6 +128,9 @@ class SessionEvents(EventStore):
     def __init__(self, log: EventLog, scope: int) -> None:
         self._log = log
         self._scope = scope
+
+    def forget(self) -> None:
+        self._log.forget(self._scope)
 
     async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
         return self._log.add(self._scope, stream_id, message)
@@ -129,8 +148,19 @@ def give_each_session_its_own_events(manager: StreamableHTTPSessionManager, log:
     admit = manager._admit_session
 
     def admit_with_own_events(requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
-        manager.event_store = log.session()
-        return admit(requestor)
+        events = manager.event_store = log.session()
+        transport = admit(requestor)
+        if transport is not None:  # every way a session ends (DELETE, idle, shutdown) terminates its transport
+            terminate = transport.terminate
+
+            async def terminate_and_forget() -> None:
+                try:
+                    await terminate()
+                finally:
+                    events.forget()
+
+            transport.terminate = terminate_and_forget  # type: ignore[method-assign]
+        return transport
 
     manager._admit_session = admit_with_own_events  # type: ignore[method-assign]
     manager.event_store = log.session()

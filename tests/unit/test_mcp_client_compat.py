@@ -7,13 +7,14 @@ from __future__ import annotations
 import base64
 import json
 import os
+import tracemalloc
 
 import httpx
 import pytest
 from mcp import Client, MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http import EventMessage
-from mcp.types import JSONRPCNotification, JSONRPCRequest
+from mcp.types import JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -250,6 +251,38 @@ def test_the_sdk_gives_each_new_session_its_own_view() -> None:
     first, second = manager._admit_session(None), manager._admit_session(None)
     assert isinstance(first._event_store, SessionEvents) and isinstance(second._event_store, SessionEvents)
     assert first._event_store is not second._event_store
+
+
+async def test_the_log_holds_about_the_bytes_it_counts() -> None:
+    """It counted each message's JSON but kept the parsed message: 6–7 times as much memory (a session
+    repeating tools/list took the server to ~740 MiB under its 128 MiB bound)."""
+    log = EventLog(max_events=1_000, max_bytes=1 << 30)
+    view = log.session()
+    tools = [{"name": f"tool_{i}", "description": "d" * 200, "inputSchema": {"type": "object"}} for i in range(60)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(200):
+            fresh = json.loads(json.dumps(tools))  # each answer its own objects, as the server's are
+            await view.store_event(str(n), JSONRPCResponse(jsonrpc="2.0", id=n, result={"tools": fresh}))
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert log.stored_bytes > 200 * 15_000
+    assert held < 1.5 * log.stored_bytes, (held, log.stored_bytes)
+
+
+async def test_a_session_that_ends_takes_its_events_with_it() -> None:
+    server = toy_server()
+    server.streamable_http_app()
+    manager = server.session_manager
+    log = EventLog()
+    give_each_session_its_own_events(manager, log)
+    ending, staying = manager._admit_session(None), manager._admit_session(None)
+    for transport in (ending, staying):
+        await transport._event_store.store_event("1", message(1))
+    await ending.terminate()
+    assert len(log) == 1 and ending.is_terminated
 
 
 # ---------------------------------------------------------------- request size (item 2)
