@@ -68,8 +68,26 @@ class _Claim:
             os.close(saved)
 
 
-def _lenient_int(digits: str) -> int:
-    return int(digits) if len(digits) <= 4000 else 0  # past Python's digit limit; only the id matters here
+class _TooLong:
+    """A number past Python's digit limit: no usable id (an id of 0 would be another request's)."""
+
+
+def _lenient_int(digits: str) -> int | _TooLong:
+    return int(digits) if len(digits) <= 4000 else _TooLong()
+
+
+def bad_id_answer(text: str) -> types.JSONRPCError | None:
+    """The SDK takes a request whose id is neither a string nor an integer (null, 1.5, true, an object)
+    for a notification and answers nothing, so its client waits forever; MCP says such an id is not
+    allowed, and JSON-RPC answers an invalid request with an error of id null."""
+    try:
+        parsed: Any = json.loads(text, parse_int=_lenient_int)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(parsed, dict) or "id" not in parsed:
+        return None
+    kind = "null" if parsed["id"] is None else type(parsed["id"]).__name__.lstrip("_")
+    return _error(None, types.INVALID_REQUEST, f"a request's id must be a string or an integer, not {kind}")
 
 
 def unreadable_answer(text: str, exc: Exception) -> types.JSONRPCError | None:
@@ -133,6 +151,12 @@ async def _read_lines(
                 if answer is not None:
                     await answers.send(SessionMessage(answer))
                 continue
+            if isinstance(message, types.JSONRPCNotification) and '"id"' in text:
+                answer = bad_id_answer(text)
+                if answer is not None:
+                    log.warning("unreadable message on stdin: %s", answer.error.message)
+                    await answers.send(SessionMessage(answer))
+                    continue
             await sink.send(SessionMessage(message))
 
 

@@ -114,13 +114,21 @@ def test_a_request_that_does_not_parse_is_answered_with_its_id_and_the_session_g
     deep = b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"a":' + b"[" * 300 + b"]" * 300 + b"}}"
     not_an_object = b"[" * 300 + b"]" * 300
     notification = b'{"jsonrpc":"2.0","method":"notifications/x","params":{"t":"\\ud83d"}}'
+    # An id past Python's digit limit was answered as id 0 (another request's, see request 0 below); ids
+    # that are neither string nor integer went unanswered (the SDK took them for notifications).
+    huge_id = b'{"jsonrpc":"2.0","id":' + b"7" * 5000 + b',"method":"ping"}'
+    bad_ids = [line({"jsonrpc": "2.0", "id": bad, "method": "ping"}).strip() for bad in (None, 1.5, True, {"a": 1})]
+    zero = line({"jsonrpc": "2.0", "id": 0, "method": "ping"})
     good = line(
         {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "ok"}}}
     )
     stdin = (
         init
-        + b"\n".join([half_emoji, bad_params.strip(), huge_number, deep, not_an_object, notification])
+        + b"\n".join([half_emoji, bad_params.strip(), huge_number, deep, not_an_object, notification, huge_id])
         + b"\n"
+        + b"\n".join(bad_ids)
+        + b"\n"
+        + zero
         + good
     )
     proc = subprocess.Popen(
@@ -145,9 +153,13 @@ def test_a_request_that_does_not_parse_is_answered_with_its_id_and_the_session_g
     assert by_id["three"]["error"]["code"] == -32600
     assert by_id[4]["error"]["code"] == -32700
     assert by_id[6]["error"]["code"] == -32700  # nested deeper than the strict parser goes
-    assert by_id[None]["error"]["code"] == -32600  # JSON, but not a message: no id to be read
+    no_id = [a["error"] for a in answers if a.get("id") is None]
+    assert [e["code"] for e in no_id] == [-32600, -32700, -32600, -32600, -32600, -32600]  # not an object, huge id, …
+    assert [e["message"].rsplit(" ", 1)[-1] for e in no_id[2:]] == ["null", "float", "bool", "dict"]
+    assert by_id[0] == {"jsonrpc": "2.0", "id": 0, "result": {}}  # the only answer with id 0
     assert by_id[5]["result"]["structuredContent"] == {"result": "okok"}
-    assert len(answers) == 7  # initialize, five of the six bad lines and the good call (not the notification)
+    # initialize, five of the six bad lines (not the notification), the huge id, four bad ids, 0 and the good call
+    assert len(answers) == 13
 
 
 def test_a_regular_file_on_stdin_falls_back_to_the_sdks_transport(tmp_path: Path) -> None:
