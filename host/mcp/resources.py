@@ -95,8 +95,10 @@ def encode_cursor(entry: StoredArtifact) -> str:
 def _decode_cursor(cursor: str) -> tuple[int, str, str]:
     try:
         raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        key = (int(raw[0]), str(raw[1]), str(raw[2]))
-    except (ValueError, TypeError, IndexError, KeyError) as exc:
+        if not isinstance(raw[0], int) or isinstance(raw[0], bool):  # 1e3080 is a float: inf, int() overflows
+            raise TypeError("not a cursor")
+        key = (raw[0], str(raw[1]), str(raw[2]))
+    except (ValueError, TypeError, IndexError, KeyError, OverflowError) as exc:
         raise MCPError(
             code=INVALID_PARAMS,
             message=f"invalid cursor {cursor[:80]!r}: pass the nextCursor of "

@@ -50,7 +50,12 @@ def walk_from(entries: list[StoredArtifact], cursor: str | None, size: int) -> l
     return seen
 
 
-@pytest.mark.parametrize("cursor", ["x", "bm90IGpzb24", "WzEsMl0", "WyJhIiwiYiIsImMiXQ"])
+# …, [1e3080,"a","b"] (an OverflowError came out as "cannot convert float infinity"), [1.5,"a","b"], [true,"a","b"]
+@pytest.mark.parametrize(
+    "cursor",
+    ["x", "bm90IGpzb24", "WzEsMl0", "WyJhIiwiYiIsImMiXQ", "WzFlMzA4MCwiYSIsImIiXQ", "WzEuNSwiYSIsImIiXQ",
+     "W3RydWUsImEiLCJiIl0"],
+)  # fmt: skip
 def test_bad_cursors_are_invalid_params(cursor: str) -> None:
     with pytest.raises(MCPError, match="invalid cursor"):
         page_of([entry("run1", 0, 1)], cursor, 2)
