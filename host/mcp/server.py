@@ -14,6 +14,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from host import __version__
 from host.config import Settings
@@ -135,6 +136,11 @@ def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) ->
         return JSONResponse({"status": "ok", "version": __version__})
 
     app.add_route("/healthz", healthz, methods=["GET"])
+    # /mcp/ is served as /mcp, not redirected there: the router's redirect came before any Host check
+    # (a foreign Host got a 307 to itself instead of 421), and clients configured with it save a round trip.
+    [endpoint] = [r.app for r in app.router.routes if isinstance(r, Route) and r.path == "/mcp"]
+    app.router.routes.append(Route("/mcp/", endpoint=endpoint))
+    app.router.redirect_slashes = False
     # The live view's pages: the same Host/Origin checks; their own credentials (views.py), so the
     # bearer middleware lets them through (a person's browser cannot send a bearer token).
     app.router.routes.extend(services.live.serve_on(f"http://{_url_host(host)}:{port}", security))

@@ -23,9 +23,11 @@ INITIALIZE = json.dumps(
 ).encode()
 
 
-def post(host: str, port: int, headers: list[tuple[str, str]], *, host_header: str | None = None) -> int:
+def post(
+    host: str, port: int, headers: list[tuple[str, str]], *, host_header: str | None = None, path: str = "/mcp"
+) -> int:
     """POST an MCP initialize with exactly these headers (repeats kept); returns the status."""
-    return request(host, port, headers, host_header=host_header)[0]
+    return request(host, port, headers, host_header=host_header, path=path)[0]
 
 
 def request(
@@ -36,11 +38,12 @@ def request(
     method: str = "POST",
     body: bytes | None = INITIALIZE,
     host_header: str | None = None,
+    path: str = "/mcp",
 ) -> tuple[int, http.client.HTTPMessage, bytes]:
     """One request with exactly these headers (repeats kept): status, headers, body."""
     conn = http.client.HTTPConnection(host, port, timeout=30)
     try:
-        conn.putrequest(method, "/mcp", skip_host=True, skip_accept_encoding=True)
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
         conn.putheader("Host", host_header or f"{host}:{port}")
         conn.putheader("Accept", "application/json, text/event-stream")
         if body is not None:
@@ -92,6 +95,9 @@ def test_dns_rebinding_protection_on_any_loopback_address(anonymous_env: dict, t
         assert post(server.host, server.port, [], host_header=f"localhost:{server.port}") == 200
         assert post(server.host, server.port, [], host_header=f"rebound.example:{server.port}") == 421
         assert post(server.host, server.port, [("Origin", "http://rebound.example")]) == 403
+        # /mcp/ is served as /mcp, checks included (it was a redirect to the Host named, foreign or not).
+        assert post(server.host, server.port, [], path="/mcp/") == 200
+        assert post(server.host, server.port, [], host_header=f"rebound.example:{server.port}", path="/mcp/") == 421
         assert "accepting Host headers: 127.0.0.1:*, localhost:*" in server.log()
     finally:
         server.stop()
