@@ -22,6 +22,18 @@ class Redact(logging.Filter):
         return True
 
 
+class ClientGone(logging.Filter):
+    """A client that hangs up before its request body has arrived is routine (a cancelled call, a closed
+    laptop), yet the SDK logs it as an ERROR with a traceback; one line at INFO says it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[0] is not None and record.exc_info[0].__name__ == "ClientDisconnect":
+            record.msg, record.args = f"{record.getMessage()}: the client disconnected first", None
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
 def setup(level: str) -> None:
     """`level` is the host's log_level setting (BOXWRIGHT_LOG_LEVEL or --log-level)."""
     logging.basicConfig(
@@ -32,5 +44,6 @@ def setup(level: str) -> None:
     )
     for handler in logging.getLogger().handlers:
         handler.addFilter(Redact())
+        handler.addFilter(ClientGone())
     for noisy in QUIET:
         logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))

@@ -44,3 +44,20 @@ def test_at_debug_the_websocket_handshake_and_any_credential_stay_out(
         assert secret not in err
     assert "Bearer [redacted]" in err and "bw_live=[redacted]" in err
     assert "a line with no credential, name=alice" in err
+
+
+def test_a_client_that_hangs_up_is_one_line_not_a_traceback(debug_logging: io.StringIO) -> None:
+    """The SDK logs a body cut short by the client as an ERROR with a traceback, one per cancelled call."""
+    from starlette.requests import ClientDisconnect
+
+    try:
+        raise ClientDisconnect()
+    except ClientDisconnect:
+        logging.getLogger("mcp.server.streamable_http").exception("Error handling POST request")
+    try:
+        raise ValueError("a real failure")
+    except ValueError:
+        logging.getLogger("mcp.server.streamable_http").exception("Error handling POST request")
+    lines = debug_logging.getvalue().splitlines()
+    assert "INFO    mcp.server.streamable_http: Error handling POST request: the client disconnected first" in lines[0]
+    assert "ERROR" in lines[1] and "Traceback" in lines[2] and "ClientDisconnect" not in debug_logging.getvalue()
