@@ -93,6 +93,9 @@ async def serve_stdio(services: Services) -> None:
         tg.cancel_scope.cancel()
 
 
+SHUTDOWN_GRACE_S = 10
+
+
 class _UvicornServer(uvicorn.Server):
     """uvicorn re-raises SIGTERM after its shutdown, which would kill us before sandboxes are cleaned
     up; signals are handled by `_on_signal` instead."""
@@ -168,7 +171,17 @@ async def serve_http(services: Services, *, host: str, port: int, tokens: TokenS
         names = f"{Settings.env_name('allowed_hosts')} / {Settings.env_name('allowed_origins')}"
         raise SystemExit(f"cannot serve: {exc} (see {names}, or --allowed-host / --allowed-origin)") from None
     log.info("accepting Host headers: %s", ", ".join(app.state.allowed_hosts))
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", ws="websockets-sansio")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        ws="websockets-sansio",
+        # A client holding its session's stream open (or a long call) kept a graceful stop waiting for
+        # ever, sandboxes and all: past this, what is still open is cut and the shutdown goes on.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+    )
     server = _UvicornServer(config)
 
     def stop() -> None:

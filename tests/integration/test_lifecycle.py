@@ -3,10 +3,12 @@ sandboxes and removes dead ones), TTLs expire, limits hold, a graceful stop clea
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import docker
 import pytest
 
@@ -66,6 +68,34 @@ async def test_sigkilled_server_leaves_nothing_behind(
         second.stop()  # graceful: destroys what it manages
     assert containers(docker_client, ns) == {}
     assert docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={ns}"}) == []
+
+
+async def test_a_graceful_stop_does_not_wait_for_ever_on_a_call_in_flight(
+    server_env: dict, tmp_path: Path, docker_client: docker.DockerClient, cleanup_namespace: list
+) -> None:
+    """SIGTERM waited for every open connection (a long call, a session's stream) with no bound: a
+    supervisor's SIGKILL then left the sandboxes running."""
+    env = own_env(server_env, "graceful", tmp_path)
+    ns = env["BOXWRIGHT_NAMESPACE"]
+    cleanup_namespace.append(ns)
+    server = HttpServer(env, tmp_path / "server.log")
+    try:
+        async with http_session(server.url) as s, anyio.create_task_group() as calls:
+            await s.ok("sandbox_create")
+
+            async def long_call() -> None:
+                with contextlib.suppress(Exception):  # cut by the stop, one way or another
+                    await s.call("code_run", {"language": "bash", "code": "sleep 120", "timeoutMs": 120_000})
+
+            calls.start_soon(long_call)
+            await anyio.sleep(2)
+            server.proc.send_signal(signal.SIGTERM)
+            # The 10 s grace, then the sandbox's removal (waited for in a thread: the call stays in flight).
+            await anyio.to_thread.run_sync(server.proc.wait, 60)
+            calls.cancel_scope.cancel()
+        assert containers(docker_client, ns) == {}, server.log()
+    finally:
+        server.stop()
 
 
 async def test_ttl_expiry_and_limits(
