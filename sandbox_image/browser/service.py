@@ -93,6 +93,9 @@ class BrowserService:
             try:
                 await tab.ensure_page()
                 return await operation(tab, params, budget)
+            except asyncio.CancelledError:  # the host gave up on the call: a navigation it began goes too
+                tab.stop_waiting_navigation()
+                raise
             except BoxwrightError as exc:
                 if exc.code not in TIMEOUT_CODES:
                     raise

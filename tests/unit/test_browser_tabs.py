@@ -277,6 +277,19 @@ async def test_a_page_stuck_in_its_own_script_is_stopped_at_the_timeout(
     assert slow.code is ErrorCode.NAVIGATION_TIMEOUT and "scriptStopped" not in slow.details, slow
 
 
+async def test_a_goto_the_host_gave_up_on_stops_its_navigation(browser: BrowserDriver, site: Site, sid: str) -> None:
+    """A goto cancelled mid-way (the MCP client cancelled the call, the agent cancels its handler) left its
+    navigation waiting for the document: the tab's next call timed out on it."""
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/login"))
+    going = asyncio.ensure_future(browser.call("browser.goto", sessionId=sid, url=site.url("/never"), timeoutMs=20_000))
+    await asyncio.sleep(1.0)
+    going.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await going
+    shown = await browser.call("browser.snapshot", sessionId=sid, timeoutMs=3000)
+    assert shown["url"] == site.url("/login") and "Sign in" in shown["text"]
+
+
 async def test_timeout_follows_the_deadline(browser: BrowserDriver, site: Site, sid: str) -> None:
     """A deadline shorter than timeoutMs still ends in our structured error, not the dispatcher's."""
     await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
