@@ -524,6 +524,18 @@ async def test_a_sync_wait_that_runs_out_names_the_run(services: Services, site:
         assert view.status == "succeeded"
 
 
+async def test_a_cancelled_sync_call_cancels_its_run(services: Services, site: TaskSite) -> None:
+    """The client of a sync call it cancels never learns the runId: the run went on to its timeout."""
+    async with services.running(), client(services) as mcp:
+        sid = (await mcp.ok("sandbox_create"))["sandboxId"]
+        args = {"templateId": "batch_extract_pages", "sandboxId": sid, "inputs": {"urls": [site.url("/never/x")]}}
+        with anyio.move_on_after(2):
+            await mcp.call("run_task_template", {**args, "options": {"mode": "sync", "timeoutMs": 6000}})
+        [run] = (await mcp.ok("list_task_runs", {}))["runs"]
+        ended = await finish(mcp, run["runId"])
+        assert ended["status"] == "canceled" and ended["cancelRequested"] is True, ended
+
+
 async def test_resources_list_pages_with_a_cursor(
     services: Services, site: TaskSite, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 from mcp.types import ToolAnnotations
 
 from host.mcp.registry import Invocation, ToolOutput, ToolSpec
@@ -12,6 +13,7 @@ from host.runs.manager import SYNC_ANSWER_MARGIN_S, RunManager
 from rpc.models import tasks as t
 
 QUICK_S = 15.0  # tools that only read the host's store
+CANCEL_WAIT_S = 10.0  # a cancelled sync call's cancel of its run (reaching the agent) takes at most this
 
 
 def _run_summary(run: t.RunTaskTemplateResponse) -> str:
@@ -39,7 +41,13 @@ def tools(runs: RunManager) -> list[ToolSpec[Any]]:
             result = t.RunTaskTemplateResponse(runId=rec.run_id, status=rec.status, createdAt=rec.created_at)
             summary = f"run_task_template ok: {rec.run_id} {rec.status} (async: poll get_task_run)"
             return ToolOutput(result, summary, sandbox_id=rec.sandbox_id)
-        view = await runs.wait(live, inv.deadline.child(SYNC_ANSWER_MARGIN_S), inv.ctx.report_progress)
+        try:
+            view = await runs.wait(live, inv.deadline.child(SYNC_ANSWER_MARGIN_S), inv.ctx.report_progress)
+        except anyio.get_cancelled_exc_class():
+            # The client cancelled the call: it never learns the runId, so the run is its call's to end.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT_S):
+                await runs.cancel(inv.caller, rec.run_id)
+            raise
         return ToolOutput(view, f"run_task_template ok: {_run_summary(view)}", sandbox_id=view.sandboxId)
 
     async def get_run(inv: Invocation[t.GetTaskRunRequest]) -> ToolOutput:
