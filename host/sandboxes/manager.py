@@ -212,6 +212,7 @@ class SandboxManager:
         finally:
             self.registry.free_place(place)
             self._end_create()
+        rec.last_used = datetime.now(UTC)  # idle from when it is handed over, not from when its start began
         if job is None:
             self.registry.make_default(caller, rec.id)
         log.info(

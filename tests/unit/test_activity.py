@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import anyio
 import pytest
@@ -149,3 +150,19 @@ async def test_the_keepalive_tool_and_its_bad_inputs(services: Services) -> None
             assert refused.code == "INVALID_PARAMETER", refused.text
         missing = await mcp.error("sandbox_keepalive", {"sandboxId": "sbx_nope"})
         assert missing.code == "SANDBOX_NOT_FOUND"
+
+
+async def test_idle_counts_from_when_the_create_answers(
+    idle_manager: SandboxManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record was made before the container started, and idle counted from then: a slow start (a first
+    image build) could leave a sandbox idle-removed moments after sandbox_create answered."""
+    start = idle_manager.start_container
+
+    async def slow_start(*args: Any, **kwargs: Any) -> None:
+        await anyio.sleep(0.5)
+        await start(*args, **kwargs)
+
+    monkeypatch.setattr(idle_manager, "start_container", slow_start)
+    rec = await idle_manager.create(ALICE, name="slow")
+    assert (datetime.now(UTC) - rec.last_used).total_seconds() < 0.2
