@@ -421,6 +421,12 @@ def _open_below(base_fd: int, names: list[str]) -> int:
     return fd
 
 
+# What one listing holds at most, as text: its answer fits an MCP result (6 MiB) with room to spare, and the
+# agent never builds one that could take its memory (paths of 250 levels of long names: 25 KB each).
+MAX_LIST_BYTES = 4 * 1024 * 1024
+ENTRY_BYTES = 100  # an entry's type, size, mtime and keys
+
+
 def list_dir(ws: Workspace, params: FileListParams) -> FileListResult:
     """Breadth-first (so a truncated listing keeps the shallow entries), then sorted in tree order."""
     path = fs_path(params)
@@ -430,6 +436,7 @@ def list_dir(ws: Workspace, params: FileListParams) -> FileListResult:
         raise os_error(exc, printable(path)) from None
     found: list[tuple[list[str], FileEntry]] = []  # sorted by the real names, not their printable forms
     truncated = False
+    listed_bytes = 0  # of paths and names as sent: deep trees of long names made each entry ~25 KB
     pending: deque[list[str]] = deque([[]])
     try:
         while pending and not truncated:
@@ -444,7 +451,7 @@ def list_dir(ws: Workspace, params: FileListParams) -> FileListResult:
                 with os.scandir(fd) as it:
                     items = sorted(it, key=lambda e: e.name)
                 for item in items:
-                    if len(found) >= params.maxEntries:
+                    if len(found) >= params.maxEntries or listed_bytes > MAX_LIST_BYTES:
                         truncated = True
                         break
                     try:
@@ -461,6 +468,7 @@ def list_dir(ws: Workspace, params: FileListParams) -> FileListResult:
                         mtime=iso_utc(st.st_mtime),
                     )
                     found.append((parts, entry))
+                    listed_bytes += ENTRY_BYTES + len(entry.path) + len(entry.pathBase64 or "") + len(entry.name)
                     if params.recursive and kind == "directory":
                         pending.append([*names, item.name])
             finally:

@@ -495,3 +495,23 @@ def test_a_flag_takes_only_true_or_false() -> None:
     assert FileDeleteParams.model_validate({"path": "d", "recursive": True}).recursive is True
     assert FileDeleteParams.model_validate_json('{"path": "d", "recursive": false}').recursive is False
     assert FileDeleteParams.model_json_schema()["properties"]["recursive"]["type"] == "boolean"
+
+
+def test_a_listing_of_deep_long_names_stops_at_its_byte_budget(ws: Workspace, workspace: Path) -> None:
+    """Each entry carries its whole path: 10 000 files under 100 levels of 250-character names made the
+    agent build gigabytes and be killed for memory, taking the sandbox down with it."""
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(60):
+            os.mkdir("d" * 240, dir_fd=fd)
+            nxt = os.open("d" * 240, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        for i in range(400):
+            os.close(os.open(f"f{i:03}", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    listed = list_dir(ws, FileListParams(path=".", recursive=True, maxEntries=10_000))
+    sent = sum(ops.ENTRY_BYTES + len(e.path) + len(e.pathBase64 or "") + len(e.name) for e in listed.entries)
+    assert listed.truncated and 60 < len(listed.entries) < 460
+    assert ops.MAX_LIST_BYTES < sent < ops.MAX_LIST_BYTES + 30_000
