@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, out_of_processes, process_limit
 from rpc.models.browser import ContextOptions
 from sandbox_image.browser import blocking, headers
 from sandbox_image.browser.background import quietly
@@ -131,6 +131,9 @@ class Engine:
                 await self._stop_driver()
                 if attempt == 2:
                     log.error("cannot launch Chromium (%s): %s", self.settings.chromium, clean_message(exc))
+                    if out_of_processes(exc) or "[Errno 11]" in str(exc) or "Resource temporarily" in str(exc):
+                        # The driver (Node) or Chromium could not be forked: the sandbox's pids limit.
+                        raise process_limit("the browser could not be started") from None
                     raise BoxwrightError(
                         ErrorCode.EXECUTION_ERROR,
                         "the browser could not be started",

@@ -8,6 +8,7 @@ upgrade that changes its lists fails here; then the launched browser is checked 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from pathlib import Path
@@ -112,3 +113,20 @@ async def test_the_launched_browser_has_no_omnibox_renderer_spare_renderer_or_ne
         assert [t["url"] for t in targets if t["type"] != "page"] == []
     finally:
         await service.on_cleanup(web.Application())
+
+
+async def test_a_launch_at_the_pids_limit_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every process of the sandbox taken, the driver cannot be forked (EAGAIN): that was answered as a
+    broken image ("recreate the sandbox") while code_run said PROCESS_LIMIT_REACHED."""
+    from rpc.errors import BoxwrightError, ErrorCode
+    from sandbox_image.browser import engine as engine_module
+
+    async def no_fork() -> None:
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(engine_module, "_start_driver", no_fork)
+    engine = engine_module.Engine(SandboxSettings(chromium=CHROMIUM))
+    with pytest.raises(BoxwrightError) as refused:
+        await engine.browser()
+    assert refused.value.code is ErrorCode.PROCESS_LIMIT_REACHED, refused.value
+    await engine.close()
