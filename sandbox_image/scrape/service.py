@@ -157,6 +157,13 @@ class ScrapeService:
                 raise BoxwrightError(
                     ErrorCode.PAGE_CRASHED, "the browser died during the scrape; the next call starts a new one"
                 ) from None
+            if "Target crashed" in str(exc):  # the renderer died (out of memory): as browser calls say it
+                raise BoxwrightError(
+                    ErrorCode.PAGE_CRASHED,
+                    f"the page crashed while {redact(params.url)} was being read (the sandbox may be short of memory)",
+                    hint="call scrape again; if it keeps crashing, the page needs more memory than the sandbox has",
+                    details={"url": redact(params.url)},
+                ) from None
             raise execution_error(f"scraping {redact(params.url)}", exc) from None
         finally:
             await _shielded(session.close())

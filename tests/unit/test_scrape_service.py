@@ -476,6 +476,23 @@ async def test_a_page_that_never_stops_navigating_fails_cleanly(
     assert "waitFor" in (caught.value.hint or "") and caught.value.details["reads"] == 3
 
 
+async def test_a_renderer_that_dies_while_the_page_is_read_is_page_crashed(
+    scraper: BrowserDriver, pages: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of memory mid-read, Playwright says "Target crashed": that was EXECUTION_ERROR ("see details")."""
+
+    async def crash(page: Any, **_kwargs: Any) -> Any:
+        cdp = await page.context.new_cdp_session(page)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(cdp.send("Page.crash"), 1)
+        await page.evaluate("1")  # "Target crashed"
+
+    monkeypatch.setattr(reading, "extract_page", crash)
+    with pytest.raises(BoxwrightError) as caught:
+        await scrape(scraper, f"{pages}/article")
+    assert caught.value.code == "PAGE_CRASHED" and "scrape again" in (caught.value.hint or ""), caught.value
+
+
 async def test_frames_are_read_in_place_when_asked(scraper: BrowserDriver, pages: str) -> None:
     other = pages.replace("127.0.0.1", "localhost")
     plain = await scrape(scraper, f"{pages}/framed", onlyMainContent=False, waitFor=500)
