@@ -144,7 +144,9 @@ class Run:
         return self.deadline
 
     def request_cancel(self) -> bool:
-        if self.terminal:
+        """False when there is nothing left to cancel: the run ended, or every step has (its result is
+        being put together), so a cancel arriving then does not turn a finished run into a canceled one."""
+        if self.terminal or (self.status == "running" and self.steps and all(s.done for s in self.steps)):
             return False
         if not self.cancel_requested:
             self.cancel_requested = True

@@ -90,3 +90,17 @@ def test_no_feature_is_keyed_by_object_identity() -> None:
     held = list(document.root.iter())  # every element's proxy alive: ids can no longer be recycled
     assert block_features(blocks, _votes(blocks)) == plain
     del held
+
+
+def test_look_alike_siblings_are_counted_once_per_parent() -> None:
+    """Counted again for every block, an article of 8000 paragraphs took minutes to read (quadratic)."""
+    from sandbox_image.scrape import features
+
+    cards = "".join(f'<div class="card"><p>card number {i} text</p></div>' for i in range(5))
+    paras = "".join(f"<p>para {i} words here</p>" for i in range(6))
+    html = f"<html><body><article>{paras}{cards}</article></body></html>"
+    blocks = segment(choose_document(html).root)
+    kinds: features._Kinds = {}
+    alike = [features._siblings_alike(b, kinds) for b in blocks]
+    assert alike == [5] * 6 + [4] * 5  # six <p> among themselves; each card's <p> alone, its <div> among five
+XX

@@ -285,3 +285,19 @@ async def test_sliding_window_order_and_size() -> None:
     started.clear()
     await sliding_window(10, 2, work, lambda: len(started) < 4)
     assert started == [0, 1, 2, 3]
+
+
+def test_a_cancel_after_every_step_ended_is_not_taken() -> None:
+    """A cancel landing after the last step ended (the result being put together) turned a run that did
+    everything into `canceled`; there is nothing left to cancel then."""
+    from sandbox_image.tasks.runs import Run
+
+    run = Run("run_x", BATCH_EXTRACT_PAGES, None, 60_000, "local", "s", True, ["a", "b"])
+    run.begin()
+    run.steps[0].status = "succeeded"
+    run.steps[1].status = "running"
+    assert run.request_cancel() and run.cancel_requested  # a step is still going: taken
+    late = Run("run_y", BATCH_EXTRACT_PAGES, None, 60_000, "local", "s", True, ["a", "b"])
+    late.begin()
+    late.steps[0].status, late.steps[1].status = "succeeded", "failed"
+    assert not late.request_cancel() and not late.cancel_requested
