@@ -103,4 +103,4 @@ def test_look_alike_siblings_are_counted_once_per_parent() -> None:
     kinds: features._Kinds = {}
     alike = [features._siblings_alike(b, kinds) for b in blocks]
     assert alike == [5] * 6 + [4] * 5  # six <p> among themselves; each card's <p> alone, its <div> among five
-XX
+    assert len(kinds) == 7  # <body>, <article> and the five cards, each counted once
