@@ -9,7 +9,6 @@ responsive.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from lxml.html import HtmlElement, tostring
 
-from sandbox_image.scrape import tags
+from sandbox_image.scrape import stopping, tags
 from sandbox_image.scrape.annotate import Selectors, annotate_page
 from sandbox_image.scrape.document import Document, choose_document
 from sandbox_image.scrape.dom import HIDDEN_MARK, HIDDEN_REASONS, remove_own_text, strip_marks
@@ -160,7 +159,7 @@ async def extract_page(
         annotated = await annotate_page(page, selectors)
     else:
         annotated, frames = await annotate_with_frames(page, frames_s, selectors)
-    extracted = await asyncio.to_thread(
+    extracted = await stopping.in_thread(
         extract_html,
         annotated.html,
         annotated.url,

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sandbox_image.scrape import stopping
 from sandbox_image.scrape.blocks import Block
 from sandbox_image.scrape.structure import structure_features
 
@@ -100,6 +101,7 @@ def block_features(
     if not n:
         return []
     kinds: _Kinds = {}
+    stopping.check()
     total_words = sum(b.words for b in blocks) or 1
     page_link_density = sum(b.link_words for b in blocks) / total_words
     main_words = sum(b.words for b in blocks if b.in_main)

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from sandbox_image.scrape import stopping
+
 log = logging.getLogger("boxwright.agent.scrape")
 
 # ISO 639-1 -> jusText stoplist name (jusText ships stoplists by language name).
@@ -114,6 +116,7 @@ def run_voters(html: str, url: str, lang: str, names: tuple[str, ...] | None = N
     """Each voter's main text for the page; a voter that raises answers "" (no vote anywhere)."""
     texts = {}
     for name in names or tuple(VOTERS):
+        stopping.check()  # each extractor may take seconds on a large page
         try:
             texts[name] = VOTERS[name](html, url, lang) or ""
         except Exception as exc:  # third-party code on hostile input: any failure is just no vote

@@ -803,3 +803,33 @@ async def test_http_auth_is_given_to_its_site_only(scraper: BrowserDriver, caplo
     unnamed = await scraper.error("browser.sessions", action="create", httpAuth=auth)
     assert unnamed.code.value == "INVALID_PARAMETER" and "origin" in unnamed.message
     assert password not in unnamed.message + str(unnamed.details)
+
+
+async def test_an_extraction_whose_call_went_stops_at_its_next_check() -> None:
+    """A worker thread cannot be cancelled: a scrape that timed out left its extraction running for
+    minutes, a core busy with nobody waiting."""
+    import threading
+
+    from sandbox_image.scrape import stopping
+
+    ended = threading.Event()
+    checks = 0
+
+    def slow_extraction() -> None:
+        nonlocal checks
+        try:
+            for _ in range(600):  # a minute, in steps
+                stopping.check()
+                checks += 1
+                time.sleep(0.1)
+        finally:
+            ended.set()
+
+    call = asyncio.ensure_future(stopping.in_thread(slow_extraction))
+    await asyncio.sleep(0.5)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert await asyncio.to_thread(ended.wait, 2) and checks < 20
+    stopping.check()  # the caller's own context is not stopped
+    assert await stopping.in_thread(lambda: 42) == 42
