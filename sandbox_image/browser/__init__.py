@@ -2,7 +2,8 @@
 
 Modules: launch (launch flags), engine (the Chromium process), spare (the first context and tab opened
 ahead on a prewarmed sandbox), sessions (contexts and tabs),
-tab (one page and its events), devtools (each page's own DevTools session: a stuck script stopped), refs (ref_N registry), aria (snapshot parser), elements (refs and
+tab (one page and its events), devtools (each page's own DevTools session: a stuck script stopped),
+refs (ref_N registry), aria (snapshot parser), elements (refs and
 landmarks from a snapshot), locate (selectors and their errors), navigation, leaving (the dialogs of the
 page goto leaves), interaction, snapshot, screenshot, scripting, dialogs, stability, page_info, content,
 service (shared plumbing), state (a login profile's storageState into and out of a session), live (the
