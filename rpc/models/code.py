@@ -72,11 +72,18 @@ class CodeRunParams(Params):
         return env
 
 
+OUT_OF_MEMORY = (
+    "The kernel killed it (exitCode 137) when the sandbox ran out of memory: use less at once, or ask the "
+    "operator for a larger sandbox memory limit"
+)
+
+
 class CodeRunResult(Result):
     stdout: str = ""
     stderr: str = ""
     exitCode: int | None = Field(None, description="Exit status; 128+N when killed by signal N; null if running")
     timedOut: bool = False
+    outOfMemory: bool = Field(False, description=OUT_OF_MEMORY)
     durationMs: int = 0
     truncated: bool = Field(False, description="Some output was cut to respect maxOutputBytes")
     processId: str | None = Field(None, description="Set when background=true: use it with process_output/kill")
@@ -89,6 +96,7 @@ class ProcessInfo(Result):
     pid: int
     running: bool
     exitCode: int | None = None
+    outOfMemory: bool = Field(False, description=OUT_OF_MEMORY)
     startedAt: str = Field(description="ISO 8601 UTC")
     durationMs: int
     outputBytes: int = Field(description="Total bytes of output produced so far")
@@ -113,6 +121,7 @@ class ProcessOutputResult(Result):
     processId: str
     running: bool
     exitCode: int | None = None
+    outOfMemory: bool = Field(False, description=OUT_OF_MEMORY)
     output: str = Field(description="Combined stdout and stderr, in order")
     offset: int = Field(description="Offset of the first returned byte")
     nextOffset: int = Field(description="Pass as offset to read what follows")

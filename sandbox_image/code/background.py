@@ -32,7 +32,7 @@ from rpc.models.code import (
 )
 from rpc.sizes import result_size
 from sandbox_image.code.outputs import RingBuffer
-from sandbox_image.code.procs import exit_code, kill_session_now, signal_group
+from sandbox_image.code.procs import exit_code, kill_session_now, oom_kills, out_of_memory, signal_group
 from sandbox_image.code.runner import DRAIN_GRACE_S, CodeRunner
 from sandbox_image.code.spawn import PipeReader, Script, open_reader, spawn
 from sandbox_image.utf8 import complete_prefix_len
@@ -62,6 +62,9 @@ class Managed:
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
     exit_code: int | None = None
+    oom_kills_before: int | None = field(default_factory=oom_kills)
+    killed: bool = False  # by process_kill or shutdown: a SIGKILL of ours, not the kernel's
+    out_of_memory: bool = False
     proc: asyncio.subprocess.Process | None = None
     reader: tuple[asyncio.ReadTransport, PipeReader] | None = None
     watcher: asyncio.Task[None] | None = None
@@ -95,6 +98,7 @@ class Managed:
             pid=self.proc.pid if self.proc else 0,
             running=self.running,
             exitCode=self.exit_code,
+            outOfMemory=self.out_of_memory,
             startedAt=self.started_at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             durationMs=int((end - self.started) * 1000),
             outputBytes=self.ring.end,
@@ -199,6 +203,7 @@ class ProcessManager:
         # (unless something the process left behind still holds the pipe).
         await asyncio.wait([managed.reader[1].done], timeout=DRAIN_GRACE_S)
         managed.exit_code = exit_code(returncode)
+        managed.out_of_memory = not managed.killed and out_of_memory(returncode, managed.oom_kills_before)
         managed.finished.set()
         managed.script.remove()
         managed.notify()
@@ -236,6 +241,7 @@ class ProcessManager:
             processId=managed.process_id,
             running=managed.running,
             exitCode=managed.exit_code,
+            outOfMemory=managed.out_of_memory,
             output=text,
             offset=offset,
             nextOffset=offset + len(data),
@@ -247,6 +253,7 @@ class ProcessManager:
         self.runner.children.live_runs.discard(managed.process_id)  # its orphans go with it
         await self.runner.children.end_orphans()
         if managed.running and managed.proc is not None:
+            managed.killed = True
             signal_group(managed.proc.pid, _SIGNALS[params.signal])
             if params.signal == "KILL":
                 kill_session_now(managed.proc.pid)
@@ -262,6 +269,7 @@ class ProcessManager:
         """Kill every background process (the daemon is going away) and stop reading."""
         for managed in list(self._procs.values()):
             if managed.running and managed.proc is not None:
+                managed.killed = True
                 kill_session_now(managed.proc.pid)
         watchers = [m.watcher for m in self._procs.values() if m.watcher is not None and not m.watcher.done()]
         if watchers:

@@ -22,6 +22,8 @@ _GONE = (b"Z", b"X")  # zombies and dead tasks no longer run; their parent (or i
 # daemon (900), never the agent or the browser first (0). Raising one's own score needs no privilege.
 CODE_OOM_SCORE_ADJ = 1000
 DAEMON_OOM_SCORE_ADJ = 900
+# Where the kernel counts the OOM kills in this sandbox's memory cgroup (cgroup v2, then v1): "oom_kill N".
+OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 # Every process of a run inherits its run id here (read back from /proc/<pid>/environ), so a process that
 # left its run's process tree can still be told apart.
 RUN_ID_VAR = "SANDBOX_RUN_ID"
@@ -78,6 +80,29 @@ async def kill_session(sid: int, *, passes: int = 20, pause: float = 0.01) -> No
         if not kill_session_now(sid):
             return
         await asyncio.sleep(pause)
+
+
+def oom_kills(paths: tuple[str, ...] = OOM_COUNTERS) -> int | None:
+    """How many processes the OOM killer has killed in this sandbox; None where the kernel does not say."""
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                for line in f:
+                    key, _, value = line.partition(b" ")
+                    if key == b"oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def out_of_memory(returncode: int, kills_before: int | None) -> bool:
+    """A SIGKILL while the sandbox's OOM kill count rose: the kernel, not the code, ended it (the count is
+    the sandbox's, so another process killed at the same time can make this a guess; never a certainty)."""
+    if returncode != -signal.SIGKILL or kills_before is None:
+        return False
+    now = oom_kills()
+    return now is not None and now > kills_before
 
 
 def exit_code(returncode: int) -> int:

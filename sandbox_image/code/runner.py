@@ -10,7 +10,7 @@ import time
 from rpc.deadline import LADDER, Deadline
 from rpc.models.code import CodeRunParams, CodeRunResult
 from sandbox_image.code.outputs import CappedBuffer
-from sandbox_image.code.procs import Children, exit_code, kill_session, kill_session_now
+from sandbox_image.code.procs import Children, exit_code, kill_session, kill_session_now, oom_kills, out_of_memory
 from sandbox_image.code.spawn import PipeReader, Script, open_reader, spawn, user_env, write_script
 from sandbox_image.config import SandboxSettings
 from sandbox_image.files.workspace import Workspace
@@ -60,6 +60,7 @@ class CodeRunner:
                     write_ends.append(write_end)
                     readers.append(await open_reader(read_end, buffer.write))
                 started = time.monotonic()
+                kills_before = oom_kills()
                 proc = await spawn(
                     self.argv(params, script),
                     cwd=cwd,
@@ -102,6 +103,7 @@ class CodeRunner:
             stderr=stderr.text(),
             exitCode=exit_code(returncode),
             timedOut=timed_out,
+            outOfMemory=not timed_out and out_of_memory(returncode, kills_before),
             durationMs=duration_ms,
             truncated=stdout.truncated or stderr.truncated,
         )

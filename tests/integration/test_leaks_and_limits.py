@@ -144,5 +144,15 @@ async def test_code_pinning_memory_in_tmpfs_cannot_kill_the_agent(
             after = await s.ok("code_run", {"language": "bash", "code": "cat /proc/self/oom_score_adj"})
             assert after["stdout"].strip() == "1000"  # code goes first
             assert (await s.ok("sandbox_list"))["sandboxes"][0]["createdAt"] == before["createdAt"]
+
+            # The one killed says why (exit 137 alone reads like any SIGKILL); one that killed itself does not.
+            hog = {"language": "python", "code": "b = b'x' * (4 << 30)", "timeoutMs": 60_000}
+            killed = await s.ok("code_run", hog)
+            assert killed["exitCode"] == 137 and killed["outOfMemory"] is True, killed
+            own = await s.ok("code_run", {"language": "bash", "code": "kill -9 $$"})
+            assert own["exitCode"] == 137 and own["outOfMemory"] is False, own
+            pid = (await s.ok("code_run", {**hog, "background": True}))["processId"]
+            out = await s.ok("process_output", {"processId": pid, "waitMs": 30_000})
+            assert out["running"] is False and out["outOfMemory"] is True, out
         finally:
             await s.call("sandbox_destroy", {"sandboxId": sid})

@@ -17,6 +17,7 @@ import pytest
 from rpc.deadline import Deadline
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.models.code import CodeRunParams, CodeRunResult, ProcessKillParams, ProcessOutputParams
+from sandbox_image.code import procs
 from sandbox_image.code.background import ProcessManager
 from sandbox_image.code.runner import CodeRunner
 from sandbox_image.config import SandboxSettings
@@ -264,3 +265,26 @@ async def test_shutdown_kills_background_processes(runner: CodeRunner, find_proc
     assert find_processes(mark)
     await mgr.shutdown()
     assert find_processes(mark) == []
+
+
+def test_oom_kill_count_is_read_from_cgroup_v2_then_v1(tmp_path: Path) -> None:
+    v2, v1, missing = tmp_path / "memory.events", tmp_path / "memory.oom_control", tmp_path / "none"
+    v2.write_text("low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n")
+    v1.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 7\n")
+    assert procs.oom_kills((str(v2), str(v1))) == 2
+    assert procs.oom_kills((str(missing), str(v1))) == 7
+    assert procs.oom_kills((str(missing),)) is None  # kernels before 4.13 do not count: never a guess
+
+
+def test_out_of_memory_needs_a_sigkill_while_the_count_rose(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procs, "oom_kills", lambda: 5)
+    assert procs.out_of_memory(-signal.SIGKILL, 4) is True
+    assert procs.out_of_memory(-signal.SIGKILL, 5) is False  # killed by someone else
+    assert procs.out_of_memory(-signal.SIGTERM, 4) is False
+    assert procs.out_of_memory(1, 4) is False
+    assert procs.out_of_memory(-signal.SIGKILL, None) is False  # no counter when it started
+
+
+async def test_a_run_that_killed_itself_is_not_out_of_memory(runner: CodeRunner) -> None:
+    r = await run(runner, "bash", "kill -9 $$")
+    assert r.exitCode == 137 and r.outOfMemory is False

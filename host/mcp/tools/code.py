@@ -16,12 +16,14 @@ def _code_summary(p: CodeRunParams, r: CodeRunResult) -> str:
         return f"started background process {r.processId}"
     if r.timedOut:
         return f"timed out after {r.durationMs} ms (process group killed)"
+    oom = " (killed: the sandbox ran out of memory)" if r.outOfMemory else ""
     tail = " (output truncated)" if r.truncated else ""
-    return f"exit {r.exitCode} in {r.durationMs} ms{tail}"
+    return f"exit {r.exitCode}{oom} in {r.durationMs} ms{tail}"
 
 
 def _output_summary(_: ProcessOutputParams, r: ProcessOutputResult) -> str:
-    state = "running" if r.running else f"exited {r.exitCode}"
+    oom = " (killed: the sandbox ran out of memory)" if r.outOfMemory else ""
+    state = "running" if r.running else f"exited {r.exitCode}{oom}"
     return f"{r.processId} {state}, {r.nextOffset - r.offset} bytes from offset {r.offset}"
 
 
@@ -33,7 +35,7 @@ def tools(manager: SandboxManager) -> list[ToolSpec[Any]]:
             title="Run code in the sandbox",
             description=(
                 "Run Python or Bash code inside the sandbox (as an unprivileged user, working directory "
-                "/workspace). Returns stdout, stderr, exitCode, durationMs, timedOut and truncated. On "
+                "/workspace). Returns stdout, stderr, exitCode, durationMs, timedOut, outOfMemory and truncated. On "
                 "timeout the whole process group is killed. With background=true it starts a long-running "
                 "process (e.g. a web server to browse) and returns its processId at once; read its output "
                 "with process_output and stop it with process_kill."
