@@ -81,10 +81,78 @@ def _stoplist(lang: str) -> frozenset[str]:
     return frozenset(justext.get_stoplist(name))
 
 
-def jus_text(html: str, url: str, lang: str) -> str:
-    import justext
+def _nearest_good_or_bad(classes: list[str], *, skip_neargood: bool, backwards: bool) -> list[str]:
+    """For each paragraph, the class of the nearest one before it (or after it) that is good or bad (or
+    neargood, unless skipped); "bad" at the page's edge — jusText's neighbour rule in one pass."""
+    wanted = ("good", "bad") if skip_neargood else ("good", "bad", "neargood")
+    found, last = [""] * len(classes), "bad"
+    order = range(len(classes) - 1, -1, -1) if backwards else range(len(classes))
+    for i in order:
+        found[i] = last
+        if classes[i] in wanted:
+            last = classes[i]
+    return found
 
-    paragraphs = justext.justext(html, _stoplist(lang or "en"))
+
+def _revise_classification(paragraphs: list[Any], max_heading_distance: int) -> None:
+    """jusText's context-sensitive revision (justext.core.revise_paragraph_classification), same result
+    in linear time: its neighbour search walks every run of short paragraphs once per member, so a page of
+    thousands of table cells or list items took seconds to minutes (jusText PR #52 is the same idea)."""
+
+    def near_good(i: int) -> bool:
+        j, distance = i + 1, 0
+        while j < len(paragraphs) and distance <= max_heading_distance:
+            if paragraphs[j].class_type == "good":
+                return True
+            distance += len(paragraphs[j].text)
+            j += 1
+        return False
+
+    for p in paragraphs:
+        p.class_type = p.cf_class
+    # jusText's "good headings" pass looks ahead before it has copied the classes of what follows (all
+    # still ""), so it never marks a heading: left out, for the same votes.
+
+    classes = [p.class_type for p in paragraphs]  # classify short: against the classes before the pass
+    prev, next_ = (_nearest_good_or_bad(classes, skip_neargood=True, backwards=b) for b in (False, True))
+    prev_any, next_any = (_nearest_good_or_bad(classes, skip_neargood=False, backwards=b) for b in (False, True))
+    for i, p in enumerate(paragraphs):
+        if classes[i] != "short":
+            continue
+        if prev[i] == next_[i]:
+            p.class_type = prev[i]
+        elif (prev[i] == "bad" and prev_any[i] == "neargood") or (next_[i] == "bad" and next_any[i] == "neargood"):
+            p.class_type = "good"
+        else:
+            p.class_type = "bad"
+
+    # revise neargood: earlier ones are already revised when a later one looks back, later ones are not
+    after = _nearest_good_or_bad([p.class_type for p in paragraphs], skip_neargood=True, backwards=True)
+    last = "bad"
+    for i, p in enumerate(paragraphs):
+        if p.class_type == "neargood":
+            p.class_type = "bad" if (last, after[i]) == ("bad", "bad") else "good"
+        if p.class_type in ("good", "bad"):
+            last = p.class_type
+
+    for p_i, p in enumerate(paragraphs):  # more good headings
+        if p.heading and p.class_type == "bad" and p.cf_class != "bad" and near_good(p_i):
+            p.class_type = "good"
+
+
+def jus_text(html: str, url: str, lang: str) -> str:
+    from justext.core import (
+        MAX_HEADING_DISTANCE_DEFAULT,
+        ParagraphMaker,
+        classify_paragraphs,
+        html_to_dom,
+        preprocessor,
+    )
+
+    # justext.justext's steps, with the revision above in place of its quadratic one
+    paragraphs = ParagraphMaker.make_paragraphs(preprocessor(html_to_dom(html)))
+    classify_paragraphs(paragraphs, _stoplist(lang or "en"))
+    _revise_classification(paragraphs, MAX_HEADING_DISTANCE_DEFAULT)
     return "\n\n".join(p.text for p in paragraphs if not p.is_boilerplate)
 
 
