@@ -28,6 +28,8 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from host.live.relay import relay
+from host.live.views import NEW_LINK_HINT
+from host.live.views import refused as link_refused
 from host.sandboxes.models import Caller
 from rpc.errors import BoxwrightError, ErrorCode
 
@@ -38,6 +40,8 @@ log = logging.getLogger("boxwright.live")
 
 COOKIE = "bw_live"
 MAX_TOKEN_BODY = 4096
+NO_VIEW = "this live view link is not valid (expired, or its view ended)"
+PAGE_HINT = "open the live view link as it was given: its page sends the token itself"
 STATIC = {"live.js": "text/javascript", "live.css": "text/css"}
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -51,6 +55,17 @@ SECURITY_HEADERS = {
 
 def _static(name: str) -> bytes:
     return resources.files("host.live").joinpath("static", name).read_bytes()
+
+
+async def _capped_body(request: Request) -> bytes | None:
+    """The body, read no further than MAX_TOKEN_BODY (None past it): a declared Content-Length is refused
+    before this, a chunked body only here."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_TOKEN_BODY:
+            return None
+    return bytes(body)
 
 
 def _error(status: int, exc: BoxwrightError) -> JSONResponse:
@@ -97,14 +112,20 @@ def live_routes(service: LiveViewService) -> list[BaseRoute]:
         if not same_origin(request):
             return _error(403, BoxwrightError(ErrorCode.UNAUTHORIZED, "cross-origin request refused"))
         view_id = request.path_params["view_id"]
-        body = await request.body()
+        if service.views.get(view_id) is None:  # before reading a byte: this route needs no credentials
+            return _error(403, link_refused(NO_VIEW, NEW_LINK_HINT))
+        body = await _capped_body(request)
+        if body is None:
+            return _error(
+                413, BoxwrightError(ErrorCode.PAYLOAD_TOO_LARGE, f"over {MAX_TOKEN_BODY} bytes", hint=PAGE_HINT)
+            )
         token = ""
         if body:
             try:
-                data = json.loads(body[:MAX_TOKEN_BODY])
+                data = json.loads(body)
                 token = str(data.get("token") or "") if isinstance(data, dict) else ""
             except ValueError:
-                return _error(400, BoxwrightError(ErrorCode.INVALID_REQUEST, 'send {"token": "…"}'))
+                return _error(400, BoxwrightError(ErrorCode.INVALID_REQUEST, 'send {"token": "…"}', hint=PAGE_HINT))
         secret = None
         view = service.views.by_cookie(view_id, request.cookies.get(COOKIE))
         if view is None:

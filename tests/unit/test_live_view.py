@@ -239,6 +239,25 @@ async def test_live_routes_on_the_http_server_check_origin_and_credentials(
         assert reused.status_code == 403 and "already used" in reused.json()["error"]
         assert (await http.post("/mcp", json={})).status_code == 401  # /mcp still needs the bearer token
 
+        # The route needs no credentials: what it reads of a body is bounded (a chunked one too), and a view
+        # that does not exist is refused before a byte is read.
+        sent = 0
+
+        async def flood():
+            nonlocal sent
+            for _ in range(1024):
+                sent += 64 * 1024
+                yield b"x" * (64 * 1024)
+
+        big = await http.post(session_url, content=flood(), headers={"Origin": base})
+        assert big.status_code == 413 and big.json()["errorCode"] == "PAYLOAD_TOO_LARGE", big.text
+        assert sent <= 2 * 64 * 1024 and "link as it was given" in big.json()["recoverHint"]
+        sent = 0
+        unknown = await http.post("/live/nope/session", content=flood(), headers={"Origin": base})
+        assert unknown.status_code == 403 and sent <= 64 * 1024, (unknown.status_code, sent)
+        garbled = await http.post(session_url, content=b"{not json", headers={"Origin": base})
+        assert garbled.status_code == 400 and "link as it was given" in garbled.json()["recoverHint"]
+
 
 async def test_the_websocket_refuses_foreign_origins_and_bad_messages(services: Services) -> None:
     """A program speaking the live view's WebSocket directly: the view's cookie and this server's own
