@@ -246,6 +246,9 @@ def cmd_profile_list(args: argparse.Namespace, settings: Settings) -> int:
     rows = [("PROFILE", "VERSION", "UPDATED", "COOKIES", "DOMAINS", "LOGIN")]
     for p in _profile_store(settings).list(args.owner):
         domains = ", ".join(p.cookieDomains[:3]) + (" …" if len(p.cookieDomains) > 3 else "")
+        if p.damaged:
+            rows.append((p.profileId, "-", "DAMAGED", "-", p.damaged, "running" if p.loginInProgress else "-"))
+            continue
         rows.append((p.profileId, str(p.version), p.updatedAt, str(p.cookieCount), domains or "-",
                      "running" if p.loginInProgress else "-"))  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -279,17 +282,24 @@ def cmd_profile_import(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_profile_export(args: argparse.Namespace, settings: Settings) -> int:
     import json
-    import os
 
-    snapshot = _profile_store(settings).read(args.owner, args.profile or settings.default_profile_id)
+    from host.profiles.files import write_atomic
+
+    store, profile_id = _profile_store(settings), args.profile or settings.default_profile_id
+    if not store.exists(args.owner, profile_id):  # reading makes a profile on first use: not for a typo
+        raise store.not_found(profile_id)
+    snapshot = store.read(args.owner, profile_id)
     text = json.dumps(snapshot.state, indent=2, ensure_ascii=False) + "\n"
     if args.output in (None, "-"):
         sys.stdout.write(text)
-    else:
-        fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds cookie values
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        print(f"version {snapshot.version} written to {args.output} (mode 600)", file=sys.stderr)
+        return 0
+    target = Path(args.output)
+    try:  # a new file of mode 600 renamed over the target: an existing file (or a symlink) keeps no old mode
+        write_atomic(target, text.encode(), tmp_dir=target.parent, mode=0o600)
+    except OSError as exc:
+        print(f"error: cannot write {args.output}: {exc.strerror or type(exc).__name__}", file=sys.stderr)
+        return 2
+    print(f"version {snapshot.version} written to {args.output} (mode 600)", file=sys.stderr)
     return 0
 
 

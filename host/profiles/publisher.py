@@ -167,6 +167,8 @@ class SnapshotPublisher:
             log.warning("profile %s: publish failed: %s [%s]", binding.describe(), exc.message, exc.code.value)
             if exc.code in (ErrorCode.SESSION_NOT_FOUND, ErrorCode.SANDBOX_NOT_FOUND, ErrorCode.SANDBOX_NOT_RUNNING):
                 self.unbind(binding)
+            elif exc.details.get("damaged") or exc.code is ErrorCode.PROFILE_NOT_FOUND:
+                binding.stale = True  # nothing to compare its version with: said once, not every interval
         except Exception:
             log.exception("profile %s: publish failed", binding.describe())
         return None

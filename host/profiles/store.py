@@ -188,11 +188,19 @@ class ProfileStore:
     # -- reading -----------------------------------------------------------------------------
     @staticmethod
     def _read_meta(path: Path) -> ProfileMeta:
-        return ProfileMeta.model_validate_json((path / META_FILE).read_bytes())
+        try:
+            return ProfileMeta.model_validate_json((path / META_FILE).read_bytes())
+        except FileNotFoundError:
+            raise ProfileStore.not_found(path.name) from None  # removed while it was being read
+        except ValidationError:
+            raise damaged(path.name, "meta.json is not a profile's metadata") from None
 
     def _read_consistent(self, path: Path) -> tuple[ProfileMeta, bytes] | None:
         meta = self._read_meta(path)
-        data = (path / STATE_FILE).read_bytes()
+        try:
+            data = (path / STATE_FILE).read_bytes()
+        except FileNotFoundError:
+            raise self.not_found(path.name) from None
         return (meta, data) if checksum(data) == meta.checksum else None
 
     def read(self, owner: str, profile_id: str) -> Snapshot:
@@ -208,14 +216,12 @@ class ProfileStore:
             with publish_lock(lock, timeout_s=READ_LOCK_TIMEOUT_S, mode=self.file_mode, profile_id=profile_id):
                 found = self._read_consistent(path)
             if found is None:
-                raise BoxwrightError(
-                    ErrorCode.INTERNAL_ERROR,
-                    f"profile {profile_id!r} is damaged: state.json does not match meta.json's checksum",
-                    hint="import a fresh state (`boxwright profile import`) or log in again (`boxwright login`)",
-                    details={"profileId": profile_id},
-                )
+                raise damaged(profile_id, "state.json does not match meta.json's checksum")
         meta, data = found
-        return Snapshot(meta, json.loads(data))
+        try:
+            return Snapshot(meta, json.loads(data))
+        except ValueError:
+            raise damaged(profile_id, "state.json is not JSON") from None
 
     def current_version(self, owner: str, profile_id: str) -> int:
         return self._read_meta(self.ensure(owner, profile_id)).version
@@ -232,7 +238,13 @@ class ProfileStore:
         path = self.ensure(owner, profile_id)
         digest = checksum(data)
         with self._publish_lock(path, profile_id):
-            current = self._read_meta(path)
+            try:
+                current = self._read_meta(path)
+            except BoxwrightError as exc:
+                if base_version is not None or not exc.details.get("damaged"):
+                    raise
+                log.warning("profile %s/%s: %s; replaced by %s", owner, profile_id, exc.message, writer)
+                current = ProfileMeta(profileId=profile_id, version=0, updatedAt="", writerId="", checksum="")
             if base_version is not None and current.version != base_version:
                 log.warning(
                     "profile %s/%s: stale publish by %s dropped (it started from version %d, the profile is at %d)",
@@ -259,7 +271,10 @@ class ProfileStore:
     # -- listing and removal -----------------------------------------------------------------
     def _summary(self, owner: str, profile_id: str, path: Path) -> ProfileSummary:
         snapshot = self.read(owner, profile_id)
-        state = StorageState.model_validate(snapshot.state)
+        try:
+            state = StorageState.model_validate(snapshot.state)
+        except ValidationError:
+            raise damaged(profile_id, "state.json is not a storageState") from None
         return ProfileSummary(
             **snapshot.meta.model_dump(),
             cookieCount=len(state.cookies),
@@ -268,10 +283,34 @@ class ProfileStore:
             loginInProgress=LoginLock(path / LOGIN_LOCK, profile_id, self.file_mode).is_held(),
         )
 
+    def _listed(self, owner: str, profile_id: str) -> ProfileSummary | None:
+        """A profile as list shows it: a damaged one is listed as damaged (one broken file must not hide
+        the others), one removed meanwhile is not."""
+        path = self._dir(owner, profile_id)
+        try:
+            return self._summary(owner, profile_id, path)
+        except BoxwrightError as exc:
+            if exc.code is ErrorCode.PROFILE_NOT_FOUND:
+                return None
+            if not exc.details.get("damaged"):
+                raise
+            return ProfileSummary(
+                profileId=profile_id,
+                version=0,
+                updatedAt="",
+                writerId="",
+                checksum="",
+                cookieCount=0,
+                originCount=0,
+                cookieDomains=[],
+                loginInProgress=LoginLock(path / LOGIN_LOCK, profile_id, self.file_mode).is_held(),
+                damaged=exc.message,
+            )
+
     def summary(self, owner: str, profile_id: str) -> ProfileSummary:
         path = self._dir(owner, profile_id)
         if not (path / META_FILE).is_file():
-            raise self.not_found(owner, profile_id)
+            raise self.not_found(profile_id)
         return self._summary(owner, profile_id, path)
 
     def _profile_ids(self, owner: str) -> list[str]:
@@ -289,18 +328,28 @@ class ProfileStore:
         return found
 
     def list(self, owner: str) -> list[ProfileSummary]:
-        return [self._summary(owner, name, self._dir(owner, name)) for name in self._profile_ids(owner)]
+        return [summary for name in self._profile_ids(owner) if (summary := self._listed(owner, name)) is not None]
 
     def remove(self, owner: str, profile_id: str) -> None:
         path = self._dir(owner, profile_id)
         if not (path / META_FILE).is_file():
-            raise self.not_found(owner, profile_id)
+            raise self.not_found(profile_id)
         with LoginLock(path / LOGIN_LOCK, profile_id, self.file_mode), self._publish_lock(path, profile_id):
             shutil.rmtree(path)
         log.info("profile %s/%s removed", owner, profile_id)
 
     @staticmethod
-    def not_found(owner: str, profile_id: str) -> BoxwrightError:
+    def not_found(profile_id: str) -> BoxwrightError:
         return BoxwrightError(
             ErrorCode.PROFILE_NOT_FOUND, f"no login profile {profile_id!r}", details={"profileId": profile_id}
         )
+
+
+def damaged(profile_id: str, why: str) -> BoxwrightError:
+    """A profile whose files cannot be read back (edited by hand, a disk fault): only new state mends it."""
+    return BoxwrightError(
+        ErrorCode.INTERNAL_ERROR,
+        f"profile {profile_id!r} is damaged: {why}",
+        hint="import a fresh state (`boxwright profile import`), log in again (`boxwright login`), or delete it",
+        details={"profileId": profile_id, "damaged": True},
+    )

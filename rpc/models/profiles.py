@@ -134,3 +134,6 @@ class ProfileSummary(ProfileMeta):
     originCount: int
     cookieDomains: list[str]
     loginInProgress: bool = Field(description="A `boxwright login` holds the profile right now")
+    damaged: str | None = Field(
+        None, description="Why its files cannot be read (then the other fields are empty): import or log in again"
+    )

@@ -73,6 +73,50 @@ def test_profile_commands(env: Settings, tmp_path: Path, capsys: pytest.CaptureF
     assert main(["profile", "import", str(tmp_path / "missing.json")]) == 2
 
 
+def test_export_never_makes_a_profile_and_never_leaves_a_readable_file(
+    env: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["profile", "export", "--profile", "typo"]) == 1  # reading makes a profile: not for a typo
+    assert "[PROFILE_NOT_FOUND]" in capsys.readouterr().err and not ProfileStore(env).exists("local", "typo")
+    source = tmp_path / "state.json"
+    source.write_text(json.dumps(STATE))
+    assert main(["profile", "import", str(source), "--profile", "work"]) == 0
+    old = tmp_path / "old.json"
+    old.write_text("{}")
+    old.chmod(0o644)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text("kept")
+    link = tmp_path / "link.json"
+    link.symlink_to(elsewhere)
+    for target in (old, link):
+        assert main(["profile", "export", "--profile", "work", "-o", str(target)]) == 0
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600 and json.loads(target.read_text()) == STATE
+    assert not link.is_symlink() and elsewhere.read_text() == "kept"  # the link was replaced, not followed
+    assert main(["profile", "export", "--profile", "work", "-o", str(tmp_path / "no" / "dir.json")]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_a_damaged_profile_is_listed_as_damaged_and_hides_no_other(
+    env: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ProfileStore(env)
+    store.import_state("local", "good", STATE, writer="test")
+    store.import_state("local", "broken", STATE, writer="test")
+    (store.paths.profile_dir("local", "broken") / "meta.json").write_text("{not json")
+    listed = {p.profileId: p for p in store.list("local")}
+    assert listed["good"].cookieCount == 1 and listed["good"].damaged is None
+    assert "meta.json" in (listed["broken"].damaged or "")
+    assert main(["profile", "list"]) == 0
+    assert any(line.split()[:3] == ["broken", "-", "DAMAGED"] for line in capsys.readouterr().out.splitlines())
+    with pytest.raises(BoxwrightError) as info:
+        store.read("local", "broken")
+    assert info.value.code is ErrorCode.INTERNAL_ERROR and "profile import" in info.value.hint
+    assert main(["profile", "show", "broken"]) == 1  # an error and its hint, no traceback
+    assert "is damaged" in capsys.readouterr().err
+    assert store.import_state("local", "broken", STATE, writer="test").outcome == "published"  # new state mends it
+    assert store.read("local", "broken").state == STATE
+
+
 def test_profile_settings_have_one_name_and_one_order_of_precedence(
     env: Settings,
     fake: FakeBackend,

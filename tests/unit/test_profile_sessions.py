@@ -6,6 +6,7 @@ serves a new tool unchanged (TC-17)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -308,3 +309,24 @@ async def test_a_profile_is_deleted_by_its_owner_once_no_session_uses_it(service
             refused = await mcp.error("profile_delete", {"profileId": bad})
             assert refused.code == "INVALID_PARAMETER", bad
     assert not store.exists("local", "gone")
+
+
+async def test_a_session_on_a_profile_damaged_under_it_stops_saving_and_logs_once(
+    services: Services, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A meta.json broken by hand while a session used its profile: profile_list failed as a whole and
+    every background publish logged a traceback, every interval, for as long as the sandbox lived."""
+    store, publisher = services.profiles.store, services.profiles.publisher
+    async with serving(services) as mcp:
+        await mcp.ok("sandbox_create")
+        store.import_state("local", "fine", {"cookies": [], "origins": []}, writer="test")
+        await mcp.ok("browser_sessions", {"action": "create", "profileId": "hand-edited"})
+        (store.paths.profile_dir("local", "hand-edited") / "meta.json").write_text("{not json")
+        listed = (await mcp.ok("profile_list"))["profiles"]
+        assert {p["profileId"]: bool(p["damaged"]) for p in listed} == {"fine": False, "hand-edited": True}
+        [binding] = [b for b in publisher.bindings.values() if b.profile_id == "hand-edited"]
+        with caplog.at_level(logging.WARNING, "boxwright.profiles"):
+            assert await publisher.publish_logged(binding) is None
+            assert await publisher.publish_logged(binding) is None
+        assert binding.stale and not any(r.exc_info for r in caplog.records)
+        assert len([r for r in caplog.records if "is damaged" in r.getMessage()]) == 1

@@ -155,7 +155,9 @@ def tools(services: Services) -> list[ToolSpec[Any]]:
     async def profile_list(inv: Invocation[ProfileListArgs]) -> ToolOutput:
         found = await anyio.to_thread.run_sync(profiles.store.list, inv.caller.owner)
         result = ProfileListResult(profiles=found, defaultProfileId=settings.default_profile_id)
-        return ToolOutput(result, f"profile_list ok: {len(found)} profiles")
+        broken = [p.profileId for p in found if p.damaged]
+        tail = f" ({len(broken)} damaged: {', '.join(broken)})" if broken else ""
+        return ToolOutput(result, f"profile_list ok: {len(found)} profiles{tail}")
 
     async def profile_delete(inv: Invocation[ProfileDeleteArgs]) -> ToolOutput:
         await profiles.delete(inv.caller, inv.args.profileId)
