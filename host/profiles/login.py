@@ -83,6 +83,9 @@ def _describe(outcome: PublishOutcome | None, state_cookies: int) -> str:
     return f"version {outcome.version} saved ({state_cookies} cookies)"
 
 
+LINK_EXPIRED = "the live view link expired before it was opened"
+
+
 async def _wait_for_finish(view: LiveView, settings: Settings, publish: Callable[[], Awaitable[object]]) -> str:
     """Publish on the refresh interval until the person finishes; returns how they finished."""
     finished: list[str] = []
@@ -111,6 +114,8 @@ async def _wait_for_finish(view: LiveView, settings: Settings, publish: Callable
 
         async def page() -> None:
             while True:
+                if not view.redeemed and time.monotonic() > view.expires_at:
+                    finish(LINK_EXPIRED)  # nobody opened it: the registry only notices when asked
                 if view.done.is_set():
                     finish("Done on the page")
                 closed_for = time.monotonic() - view.last_disconnect
@@ -181,6 +186,13 @@ async def _login(services: Services, request: LoginRequest) -> int:
         return outcome
 
     how = await _wait_for_finish(view, settings, publish)
+    if how == LINK_EXPIRED:
+        services.live.views.end(view)
+        _say(
+            f"error: {LINK_EXPIRED} ({settings.live_view_link_ttl:g} s, "
+            f"{settings.env_name('live_view_link_ttl')}): nothing was saved; run `boxwright login` again"
+        )
+        return 1
     _say(f"finished ({how}); saving the login…")
     outcome = await services.profiles.publisher.publish_logged(binding)
     if outcome is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import stat
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -201,3 +202,28 @@ async def test_a_login_ends_when_its_page_is_closed(
     assert fake.list_sandboxes("unit") == []  # the login's sandbox is gone
     with store.login_lock("local", "p1"):  # and the profile free again
         pass
+
+
+async def test_a_login_whose_link_expires_unused_ends_and_says_so(
+    tmp_path: Path, fake: FakeBackend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The link's time ran out with nobody opening it: the login went on (its sandbox up) until the login
+    timeout, then said "the sandbox went away" and exited 0 as if someone had logged in."""
+    settings = Settings(state_dir=tmp_path / "state", namespace="unit", image="boxwright-sandbox:unit")
+    services = Services(settings, backend=fake)
+    request = LoginRequest(owner="local", profile_id="p2", url=None, network=None, open_browser=False)
+    outcome: list[int] = []
+
+    async def login() -> None:
+        outcome.append(await run_login(settings, request, services=services))
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(login)
+            await eventually(lambda: bool(services.live.views._views), 30)
+            [view] = services.live.views._views.values()
+            view.expires_at = time.monotonic()  # the link's ten minutes, gone
+    assert outcome == [1]
+    err = capsys.readouterr().err
+    assert "link expired before it was opened" in err and "BOXWRIGHT_LIVE_VIEW_LINK_TTL" in err, err
+    assert "went away" not in err and not fake._containers  # its sandbox is gone too
