@@ -52,6 +52,10 @@ async def export_state(session: Session, *, indexed_db: bool) -> tuple[dict[str,
     size = len(json.dumps(exported, separators=(",", ":"), ensure_ascii=False).encode())
     if size > MAX_STATE_BYTES:
         raise state_too_large(size, MAX_STATE_BYTES, sessionId=session.id)
+    # What a context made after the browser dies starts from, and what an export before then answers: the
+    # last state the host had (it publishes each export), not the older one the session was opened with,
+    # which would have gone back to the profile as its newest version, undoing a refreshed login.
+    session.storage_state = dict(exported)
     return dict(exported), True
 
 

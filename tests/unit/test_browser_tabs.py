@@ -359,6 +359,31 @@ async def test_browser_death_then_relaunch(browser: BrowserDriver, site: Site, s
     assert len(after) == 1 and after != before  # a new browser process
 
 
+async def test_a_profile_session_keeps_its_last_exported_state_when_the_browser_dies(
+    browser: BrowserDriver, site: Site
+) -> None:
+    """After Chromium died, the session went back to the state it was opened with: its next export (the
+    host publishes each one) sent that older login back to the profile as its newest version."""
+    opened = {"cookies": [], "origins": []}
+    sid = (await browser.call("browser.state_load", sessionId="prof", profileId="p", storageState=opened))["sessionId"]
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
+    await browser.call("browser.evaluate", sessionId=sid, expression="document.cookie = 'refreshed=yes; max-age=600'")
+    exported = await browser.call("browser.state_export", sessionId=sid)
+    assert exported["fromContext"] and [c["name"] for c in exported["storageState"]["cookies"]] == ["refreshed"]
+    os.kill(our_browser_pids()[0], signal.SIGKILL)
+    for _ in range(50):
+        if not browser.service.engine.connected:
+            break
+        await asyncio.sleep(0.05)
+    after = await browser.call("browser.state_export", sessionId=sid)
+    assert not after["fromContext"] and after["storageState"]["cookies"] == exported["storageState"]["cookies"]
+    await browser.error("browser.snapshot", sessionId=sid)  # PAGE_CRASHED: the tab gets a new page
+    await browser.call("browser.goto", sessionId=sid, url=site.url("/"))
+    cookie = await browser.call("browser.evaluate", sessionId=sid, expression="document.cookie")
+    assert cookie["value"] == "refreshed=yes"
+    await browser.call("browser.sessions", action="close", sessionId=sid)
+
+
 async def test_the_tab_is_usable_right_after_a_failed_goto(browser: BrowserDriver, site: Site, sid: str) -> None:
     """Chromium commits its error page a moment after the failed navigation returns; the next call must
     not land in that moment (it used to fail about half the time with 'Execution context was destroyed'
