@@ -25,6 +25,7 @@ class StoredArtifact:
     owner: str
     ref: ArtifactRef
     ended_at: int  # epoch ms: the retention counts from here
+    deleted: bool = False  # its run's tombstone: the files went (a retention longer now does not bring them back)
 
     @property
     def artifact_id(self) -> str:
@@ -54,7 +55,7 @@ class ArtifactStore:
             return
         for ref in record.artifacts:
             self._index[(record.owner, ref.artifactId)] = StoredArtifact(
-                record.run_id, record.owner, ref, record.ended_at
+                record.run_id, record.owner, ref, record.ended_at, deleted=record.expired
             )
 
     def drop_run(self, record: RunRecord) -> None:
@@ -65,7 +66,7 @@ class ArtifactStore:
                 del self._index[key]
 
     def expired(self, entry: StoredArtifact, now: int | None = None) -> bool:
-        return (now or now_ms()) >= entry.ended_at + int(self.retention_s * 1000)
+        return entry.deleted or (now or now_ms()) >= entry.ended_at + int(self.retention_s * 1000)
 
     def owned_by(self, owner: str) -> list[StoredArtifact]:
         """The owner's readable artifacts, newest run first."""
@@ -80,13 +81,16 @@ class ArtifactStore:
                 ErrorCode.ARTIFACT_NOT_FOUND, f"no artifact {artifact_id!r}", details={"artifactId": artifact_id}
             )
         if self.expired(entry):
-            raise BoxwrightError(
-                ErrorCode.ARTIFACT_EXPIRED,
-                f"artifact {artifact_id!r} of run {entry.run_id} expired "
-                f"(artifacts are kept {self.retention_s:g} s after their run ends)",
-                details={"artifactId": artifact_id, "runId": entry.run_id},
-            )
+            raise self._expired(entry)
         return entry
+
+    def _expired(self, entry: StoredArtifact) -> BoxwrightError:
+        return BoxwrightError(
+            ErrorCode.ARTIFACT_EXPIRED,
+            f"artifact {entry.artifact_id!r} of run {entry.run_id} expired "
+            f"(artifacts are kept {self.retention_s:g} s after their run ends)",
+            details={"artifactId": entry.artifact_id, "runId": entry.run_id},
+        )
 
     # -- reading -----------------------------------------------------------------------------
     def read_chunk(
@@ -103,9 +107,12 @@ class ArtifactStore:
                 size=size,
             )
         limit = min(limit, MAX_ARTIFACT_INLINE_BYTES)
-        with self.store.artifact_path(entry.run_id, artifact_id).open("rb") as fh:
-            fh.seek(offset)
-            chunk = fh.read(limit)
+        try:
+            with self.store.artifact_path(entry.run_id, artifact_id).open("rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read(limit)
+        except FileNotFoundError:  # deleted by another process's sweep of the same state dir
+            raise self._expired(entry) from None
         return ArtifactChunk(
             artifactId=artifact_id,
             mimeType=entry.mime_type,
@@ -126,4 +133,7 @@ class ArtifactStore:
                 hint="read it in chunks with get_artifact (offset/limit)",
                 details={"artifactId": artifact_id, "size": entry.ref.size, "maxBytes": max_bytes},
             )
-        return entry, self.store.artifact_path(entry.run_id, artifact_id).read_bytes()
+        try:
+            return entry, self.store.artifact_path(entry.run_id, artifact_id).read_bytes()
+        except FileNotFoundError:
+            raise self._expired(entry) from None

@@ -55,6 +55,10 @@ RETRY_PAUSE_S = 1.0
 OVERRUN_WAIT_S = 10.0
 # A sandbox being removed under a run is asked this long for what the run finished.
 PARTIAL_WAIT_S = 5.0
+# Copying a finished run's artifacts from its sandbox takes at most this long, and each at most this
+# many bytes (the largest result 1000 pages can make is far below it).
+COPY_TIMEOUT_S = 120
+MAX_COPIED_ARTIFACT_BYTES = 512 * 1024 * 1024
 # Progress alone is saved at most this often (a run that dies with its server still shows how far it got).
 PROGRESS_SAVE_S = 1.0
 
@@ -221,15 +225,22 @@ class RunDriver:
         """Copy every artifact from the agent before the run is shown as ended, so get_artifact works as
         soon as get_task_run says it is over; one that cannot be copied is left out (and logged)."""
         copied = []
-        for ref in status.artifacts or []:
-            try:
-                await self._copy(live, ref)
-                copied.append(ref)
-            except (BoxwrightError, ValueError) as exc:
-                log.warning("run %s: artifact %s not copied: %s", live.run_id, ref.artifactId, exc)
+        # What the sandbox says is not trusted: a bound on time and bytes, whatever it announces or sends.
+        with anyio.move_on_after(COPY_TIMEOUT_S) as scope:
+            for ref in status.artifacts or []:
+                try:
+                    await self._copy(live, ref)
+                    copied.append(ref)
+                except (BoxwrightError, ValueError) as exc:
+                    log.warning("run %s: artifact %s not copied: %s", live.run_id, ref.artifactId, exc)
+        if scope.cancelled_caught:
+            log.warning("run %s: artifacts not copied within %d s; %d of %d kept", live.run_id, COPY_TIMEOUT_S,
+                        len(copied), len(status.artifacts or []))  # fmt: skip
         return copied
 
     async def _copy(self, live: LiveRun, ref: ArtifactRef) -> None:
+        if ref.size > MAX_COPIED_ARTIFACT_BYTES:
+            raise ValueError(f"{ref.artifactId}: {ref.size} bytes, over the {MAX_COPIED_ARTIFACT_BYTES} kept")
         offset = 0
         with self.store.write_artifact(live.run_id, ref.artifactId) as out:
             while True:
@@ -238,8 +249,10 @@ class RunDriver:
                 )
                 chunk = await self._call(live, methods.TASK_ARTIFACT_READ, params)
                 data = base64.b64decode(chunk.data)
-                out.write(data)
                 offset += len(data)
+                if offset > ref.size:
+                    raise ValueError(f"{ref.artifactId}: the agent sent more than the {ref.size} bytes it announced")
+                out.write(data)
                 if chunk.complete:
                     break
                 if not data:

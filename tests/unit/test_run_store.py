@@ -6,16 +6,21 @@ import base64
 import os
 import stat
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import anyio
 import pytest
 
 from host.runs.artifacts import ArtifactStore
+from host.runs.driver import RunDriver
+from host.runs.live import LiveRun
 from host.runs.queue import RunSlots
 from host.runs.records import RunRecord, now_ms
 from host.runs.store import RunStore
+from host.sandboxes.models import Caller
 from rpc.errors import BoxwrightError, ErrorCode
-from rpc.models.tasks import MAX_ARTIFACT_INLINE_BYTES, ArtifactRef
+from rpc.models.tasks import MAX_ARTIFACT_INLINE_BYTES, ArtifactChunk, ArtifactRef
 
 
 def record(run_id: str = "run_abc", owner: str = "alice", **fields: object) -> RunRecord:
@@ -216,3 +221,54 @@ async def test_an_owner_with_many_runs_does_not_keep_the_others_waiting() -> Non
         for key in release:
             release[key].set()
     assert order == ["m1", "m2", "a1", "m3", "b1", "m4"] and slots.holders == 0 and slots.waiting == 0
+
+
+def test_the_artifacts_of_an_expired_run_stay_expired_under_a_longer_retention(tmp_path: Path) -> None:
+    """A server started again with a longer retention indexed a tombstone's artifacts as live: listed as
+    resources, and read as INTERNAL_ERROR (the file was gone)."""
+    store = RunStore(tmp_path, "ns")
+    rec = record(status="succeeded", ended_at=now_ms(), expired=True)
+    rec.artifacts = [ArtifactRef(artifactId="art_gone", type="json", size=10, mimeType="application/json")]
+    artifacts = ArtifactStore(store, retention_s=86_400)
+    artifacts.add_run(rec)
+    assert not artifacts.owned_by("alice")
+    with pytest.raises(BoxwrightError) as gone:
+        artifacts.read_chunk("alice", "art_gone")
+    assert gone.value.code is ErrorCode.ARTIFACT_EXPIRED
+    live = record(run_id="run_live", status="succeeded", ended_at=now_ms())
+    live.artifacts = [ArtifactRef(artifactId="art_swept", type="json", size=10, mimeType="application/json")]
+    artifacts.add_run(live)  # indexed, but its file was deleted meanwhile (another process's sweep)
+    for read in (
+        lambda: artifacts.read_chunk("alice", "art_swept"),
+        lambda: artifacts.read_all("alice", "art_swept", 99),
+    ):
+        with pytest.raises(BoxwrightError) as swept:
+            read()
+        assert swept.value.code is ErrorCode.ARTIFACT_EXPIRED
+
+
+class EndlessAgent:
+    """An agent (a compromised sandbox) that never says an artifact is complete, or sends more than it said."""
+
+    def __init__(self, chunk: bytes) -> None:
+        self.chunk, self.calls = chunk, 0
+
+    async def call(self, caller: object, sid: object, method: object, params: Any, deadline: object, wake: bool = True):
+        self.calls += 1
+        assert self.calls < 1000, "the host kept asking"
+        data = base64.b64encode(self.chunk).decode()
+        return None, ArtifactChunk(artifactId=params.artifactId, mimeType="application/json", size=10**12, data=data,
+                                   offset=params.offset, bytesReturned=len(self.chunk), complete=False)  # fmt: skip
+
+
+async def test_the_host_copies_no_more_than_the_agent_announced_and_no_more_than_its_bound(tmp_path: Path) -> None:
+    store = RunStore(tmp_path, "ns")
+    agent = EndlessAgent(b"A" * 65536)
+    driver = RunDriver(agent, None, store, lambda live, persist: None)  # type: ignore[arg-type]
+    live = LiveRun(record(sandbox_id="sbx_x"), Caller(owner="alice"), inputs=None)  # type: ignore[arg-type]
+    refs = [ArtifactRef(artifactId="art_said_small", type="json", size=100_000),
+            ArtifactRef(artifactId="art_huge", type="json", size=10**12)]  # fmt: skip
+    status = SimpleNamespace(artifacts=refs)  # all _copy_artifacts reads of the final status
+    copied = await driver._copy_artifacts(live, status)  # type: ignore[arg-type]
+    assert copied == [] and agent.calls == 2  # past its own 100 000 bytes on the second chunk; the huge one not asked
+    assert not list(store.artifact_path("run_abc", "art_said_small").parent.glob("*art_*"))  # nothing half-written
