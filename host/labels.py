@@ -36,6 +36,8 @@ SCHEMA_VERSION = "2"  # 1: before server identities (the token was a label)
 NETWORK = PREFIX + "network"  # the sandbox's network mode: public | none | allowlist
 ALLOW_HOSTS = PREFIX + "allow-hosts"  # with mode allowlist: the entries, comma-separated
 WORKSPACE_MB = PREFIX + "workspace-mb"  # the workspace's size limit (absent: none)
+MEMORY_BYTES = PREFIX + "memory-bytes"  # its memory limit as started (absent on older sandboxes)
+CPUS = PREFIX + "cpus"  # its CPU limit as started (absent on older sandboxes)
 ROLE = PREFIX + "role"  # on helper containers that are not sandboxes (the network guard)
 # On a pooled sandbox: the process that took it (SandboxBackend.try_claim; not sealed, written after the
 # start — on swarm by a versioned label update, so of several servers exactly one gets it).
@@ -65,6 +67,8 @@ SEALED = frozenset(
         ALLOW_HOSTS,
         JOB,
         WORKSPACE_MB,
+        MEMORY_BYTES,
+        CPUS,
         POOL,
     }
 )
@@ -87,6 +91,8 @@ class SandboxLabels:
     job: str | None = None  # set on throw-away sandboxes made for a job
     pooled: bool = False  # started for the warm pool (host.sandboxes.pool)
     workspace_mb: int | None = None
+    memory_bytes: int | None = None
+    cpus: float | None = None
 
 
 def encode(rec: SandboxRecord, namespace: str, identity: ServerIdentity, instance: str | None = None) -> dict[str, str]:
@@ -111,6 +117,10 @@ def encode(rec: SandboxRecord, namespace: str, identity: ServerIdentity, instanc
         out[POOL] = "1"
     if rec.workspace_mb:
         out[WORKSPACE_MB] = str(rec.workspace_mb)
+    if rec.memory_bytes:
+        out[MEMORY_BYTES] = str(rec.memory_bytes)
+    if rec.cpus:
+        out[CPUS] = repr(rec.cpus)
     if instance:
         out[INSTANCE] = instance
     assert SEALED.issuperset(out), "a new label must be added to SEALED"
@@ -146,7 +156,17 @@ def decode(labels: Mapping[str, str]) -> SandboxLabels:
         job=labels.get(JOB),
         pooled=labels.get(POOL) == "1",
         workspace_mb=int(labels[WORKSPACE_MB]) if labels.get(WORKSPACE_MB, "").isdigit() else None,
+        memory_bytes=int(labels[MEMORY_BYTES]) if labels.get(MEMORY_BYTES, "").isdigit() else None,
+        cpus=_positive(labels.get(CPUS)),
     )
+
+
+def _positive(number: str | None) -> float | None:
+    try:
+        value = float(number) if number else None
+    except ValueError:
+        return None
+    return value if value is not None and 0 < value < float("inf") else None
 
 
 def _moment(epoch: str | None) -> datetime | None:

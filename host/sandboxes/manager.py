@@ -272,6 +272,8 @@ class SandboxManager:
             job=job,
             pooled=pooled,
             workspace_mb=workspace_mb,
+            memory_bytes=self.settings.memory_bytes,
+            cpus=self.settings.cpus,
         )
 
     async def start_container(self, rec: SandboxRecord, deadline: Deadline, step: Progress | None = None) -> None:

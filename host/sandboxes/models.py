@@ -52,6 +52,10 @@ class SandboxRecord:
     network: str = "public"  # NetworkMode
     allow_hosts: list[str] = field(default_factory=list)
     workspace_mb: int | None = None  # its size limit; None: none (the server runs without quotas)
+    # Its memory and CPU limits as started (0: unknown, a sandbox from before they were labelled): the
+    # per-owner totals add these up, and the pool hands out none of other limits than it makes now.
+    memory_bytes: int = 0
+    cpus: float = 0.0
     last_used: datetime = field(default_factory=lambda: datetime.now(UTC))
     # The job (a template run) this throw-away sandbox was made for; None for ordinary sandboxes and
     # once a job keeps its sandbox (host.sandboxes.jobs).

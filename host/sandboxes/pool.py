@@ -130,9 +130,9 @@ class WarmPool:
             self._last_claim = time.monotonic()
             self.poke()
             assert pooled.container_id is not None
-            if self.stale(pooled, image_id):
-                log.info("pooled sandbox %s runs an old image: replaced, not handed out", pooled.id)
-                await self._discard(pooled, "an old image")
+            if (unlike := self.unlike(pooled, image_id)) is not None:
+                log.info("pooled sandbox %s has %s: replaced, not handed out", pooled.id, unlike)
+                await self._discard(pooled, unlike)
                 continue
             if not await anyio.to_thread.run_sync(self.manager.backend.try_claim, pooled.container_id, self.claimant):
                 # Another process of this identity (a server on another host of the swarm) took it first:
@@ -166,6 +166,8 @@ class WarmPool:
             container_id=pooled.container_id,
             runner_secret=pooled.runner_secret,
             workspace_mb=pooled.workspace_mb,
+            memory_bytes=pooled.memory_bytes,
+            cpus=pooled.cpus,
             image_id=pooled.image_id,
         )
         assert pooled.endpoint is not None
@@ -229,6 +231,20 @@ class WarmPool:
         """Started from another image than the configured one now (unknown on either side: not stale)."""
         return bool(image_id and rec.image_id and rec.image_id != image_id)
 
+    def unlike(self, rec: SandboxRecord, image_id: str | None) -> str | None:
+        """How a pooled sandbox differs from what the pool makes now, None when it does not: one started
+        under other settings (a server before a restart) must never be handed out as the caller asked it."""
+        s = self.settings
+        if self.stale(rec, image_id):
+            return "an old image"
+        if rec.network != s.network or rec.allow_hosts:
+            return f"network {rec.network}, the pool's is {s.network}"
+        if rec.workspace_mb != limits.workspace_mb(s, None):
+            return f"a workspace of {rec.workspace_mb} MiB, the pool's is {limits.workspace_mb(s, None)}"
+        if (rec.memory_bytes or 0) != s.memory_bytes or abs((rec.cpus or 0.0) - s.cpus) > 1e-9:
+            return "other memory or CPU limits"
+        return None
+
     # -- refill and health -------------------------------------------------------------------
     async def run(self) -> None:
         """Forever: keep the pool full, and check the pooled sandboxes every reap interval."""
@@ -255,6 +271,10 @@ class WarmPool:
                     await self.start_one()
                 except BoxwrightError as exc:
                     log.warning("warm pool: starting a sandbox failed (%s); retrying later", exc.code.value)
+                    await anyio.sleep(RETRY_AFTER_FAILURE_S)
+                    return
+                except Exception:  # a bug here must not take the server down with the pool
+                    log.exception("warm pool: starting a sandbox failed; retrying later")
                     await anyio.sleep(RETRY_AFTER_FAILURE_S)
                     return
 
@@ -310,7 +330,7 @@ class WarmPool:
         if self._image_id is not None:  # known: read again (the image may have been rebuilt meanwhile)
             self._image_id = await anyio.to_thread.run_sync(self.manager.backend.image_id, self.settings.image) or ""
         for rec in list(self._ready):
-            why = "an old image" if self.stale(rec, self._image_id) else await self.healthy(rec)
+            why = self.unlike(rec, self._image_id) or await self.healthy(rec)
             if why is not None and rec in self._ready:  # a claim may have taken it meanwhile
                 self._ready.remove(rec)
                 log.warning("warm pool: sandbox %s is unhealthy (%s): replaced", rec.id, why)
@@ -325,8 +345,8 @@ class WarmPool:
         # Not through the image provider: the server is starting and must not wait for a build here. Should
         # that build re-point the image afterwards, the claim and the check see it.
         image_id = await anyio.to_thread.run_sync(self.manager.backend.image_id, self.settings.image)
-        if self.stale(rec, image_id):
-            log.info("warm pool: not adopting %s (an old image)", rec.id)
+        if (unlike := self.unlike(rec, image_id)) is not None:
+            log.info("warm pool: not adopting %s (%s)", rec.id, unlike)
             return False
         self._starting.add(rec.id)  # counted while checked
         try:

@@ -1,22 +1,15 @@
 """Per-owner totals of what sandboxes may use — memory and CPU limits added up over an owner's
 sandboxes (job sandboxes included), besides their count (host.sandboxes.limits). Checked before
-anything is made or taken from the pool, so a refused create leaves nothing behind."""
+anything is made or taken from the pool, so a refused create leaves nothing behind. Each sandbox counts
+with the limits it was started with (a server started again with other limits still counts the old ones
+as they are)."""
 
 from __future__ import annotations
 
-from host.config import Settings
+from host.config import Settings, size_bytes
 from host.sandboxes.models import Caller
 from host.sandboxes.registry import SandboxRegistry
 from rpc.errors import BoxwrightError, ErrorCode
-
-_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-
-
-def size_bytes(size: str) -> int:
-    """Bytes of a size as Docker writes them (binary units: 512m, 2g)."""
-    value = size.strip().lower()
-    unit = value[-1] if value[-1:].isalpha() else ""
-    return int(float(value.removesuffix(unit)) * _UNITS[unit])
 
 
 def _mib(n: int) -> str:
@@ -25,10 +18,11 @@ def _mib(n: int) -> str:
 
 def check_quota(settings: Settings, registry: SandboxRegistry, caller: Caller) -> None:
     """QUOTA_EXCEEDED when one more sandbox (of the server's size) would take the caller past a total."""
-    mine = registry.count(caller.owner)
+    mine = [r for r in registry if r.owner == caller.owner]
+    starting = registry.count(caller.owner) - len(mine)  # creates whose record is not there yet: today's size
     if settings.max_memory_per_owner is not None:
-        limit, each = size_bytes(settings.max_memory_per_owner), size_bytes(settings.mem_limit)
-        used = each * mine
+        limit, each = size_bytes(settings.max_memory_per_owner), settings.memory_bytes
+        used = sum(r.memory_bytes or each for r in mine) + each * starting
         if used + each > limit:
             raise BoxwrightError(
                 ErrorCode.QUOTA_EXCEEDED,
@@ -37,7 +31,7 @@ def check_quota(settings: Settings, registry: SandboxRegistry, caller: Caller) -
                 details={"resource": "memory", "limitBytes": limit, "usedBytes": used, "requestedBytes": each},
             )
     if settings.max_cpus_per_owner is not None:
-        used_cpus = settings.cpus * mine
+        used_cpus = sum(r.cpus or settings.cpus for r in mine) + settings.cpus * starting
         if used_cpus + settings.cpus > settings.max_cpus_per_owner + 1e-9:
             raise BoxwrightError(
                 ErrorCode.QUOTA_EXCEEDED,

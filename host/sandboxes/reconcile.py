@@ -148,6 +148,8 @@ class Reconciler:
             allow_hosts=list(lab.allow_hosts),
             job=lab.job,
             workspace_mb=lab.workspace_mb,
+            memory_bytes=lab.memory_bytes or 0,
+            cpus=lab.cpus or 0.0,
             pooled=lab.pooled,
         )
         # A pooled sandbox that was claimed (who has it now, with which token) or one whose TTL was

@@ -341,6 +341,60 @@ async def test_a_pooled_sandbox_of_an_old_image_is_drained_never_handed_out_and_
         await second.close()
 
 
+@pytest.mark.parametrize(
+    "changed",
+    [{"network": "none"}, {"mem_limit": "1g"}, {"cpus": 0.5}],
+    ids=["network", "memory", "cpus"],
+)
+async def test_a_pooled_sandbox_started_under_other_settings_is_never_adopted_or_handed_out(
+    pool_settings: Settings, fake: FakeBackend, changed: dict[str, object]
+) -> None:
+    """A server killed with a public pool and started again with BOXWRIGHT_NETWORK=none handed the old
+    pool's sandbox to a caller asking for network none: a public one, said to be from the pool."""
+    first = SandboxManager(pool_settings.replace(keep_on_exit=True, network="public"), fake)
+    await first.start()
+    await first.pool._refill()
+    old = {r.id for r in first.pool.ready()}
+    await first.close()  # hands the pool over, as a crash would leave it
+
+    settings = pool_settings.replace(**{"network": "public", **changed})
+    second = SandboxManager(settings, fake)
+    await second.start()
+    try:
+        assert second.pool.ready() == [] and not old & {c.sandbox_id for c in fake.list_sandboxes("unit")}
+        rec = await second.create(ALICE, network=NetworkPolicy(mode=settings.network))
+        assert rec.id not in old and (rec.network, rec.memory_bytes, rec.cpus) == (
+            settings.network, settings.memory_bytes, settings.cpus
+        )  # fmt: skip
+        # One already in the pool when the settings differ (an edited record, a bug): the claim refuses it too.
+        await second.pool._refill()
+        second.pool.ready()[0].network = "public" if settings.network == "none" else "none"
+        handed = await second.create(ALICE, network=NetworkPolicy(mode=settings.network))
+        assert handed.network == settings.network
+    finally:
+        await second.close()
+
+
+async def test_the_quota_counts_each_sandbox_at_the_limits_it_was_started_with(
+    host_settings: Settings, fake: FakeBackend
+) -> None:
+    """Under a 4g total at 2g each, an owner with two sandboxes could make two more after a restart at 1g
+    (6 GiB in all), the refusal then claiming 4096 MiB were held."""
+    first = SandboxManager(host_settings.replace(keep_on_exit=True, mem_limit="2g", max_memory_per_owner="4g"), fake)
+    await first.start()
+    await first.create(ALICE)
+    await first.create(ALICE)
+    await first.close()
+    second = SandboxManager(host_settings.replace(mem_limit="1g", max_memory_per_owner="4g"), fake)
+    await second.start()
+    try:
+        with pytest.raises(BoxwrightError) as refused:
+            await second.create(ALICE)
+        assert refused.value.code is ErrorCode.QUOTA_EXCEEDED and refused.value.details["usedBytes"] == 4 * 1024**3
+    finally:
+        await second.close()
+
+
 async def test_the_pool_counts_against_max_sandboxes(pool_settings: Settings, fake: FakeBackend) -> None:
     """BOXWRIGHT_MAX_SANDBOXES is the most sandboxes the server runs: the pool refills only while live +
     pooled < max, a claim moves one from the pool to live, and a cold create drains a pooled one for room."""

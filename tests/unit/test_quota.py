@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from host.config import Settings
+from host.config import Settings, size_bytes
 from host.sandboxes.jobs import JobSandboxes
 from host.sandboxes.manager import SandboxManager
 from host.sandboxes.models import Caller
-from host.sandboxes.quota import size_bytes
 from host.testing.fake_backend import FakeBackend
 from rpc.errors import BoxwrightError, ErrorCode
 from rpc.settings import SettingsError
