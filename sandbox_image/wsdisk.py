@@ -184,14 +184,16 @@ OWN_MIN_AGE_S = 60.0  # another process of the same server may be creating that 
 
 def sweep(root: Path, server: str, live: set[str], grace_s: float) -> list[str]:
     """Free images whose sandbox is not in `live`: this server's once a minute old, other servers' only
-    once they are `grace_s` old (a live server may be creating that sandbox right now)."""
+    once they are `grace_s` old, and never younger than a minute (a live server may be creating that
+    sandbox right now: its image exists a moment before its volume and container do)."""
     freed = []
     now = time.time()
+    foreign_age = max(grace_s, OWN_MIN_AGE_S)
     for image in root.glob("*/*.img"):
         if image.parent.name == "templates" or image.stem in live:
             continue
         with contextlib.suppress(FileNotFoundError):
-            if now - image.stat().st_mtime > (OWN_MIN_AGE_S if image.parent.name == server else grace_s):
+            if now - image.stat().st_mtime > (OWN_MIN_AGE_S if image.parent.name == server else foreign_age):
                 _release(image)
                 freed.append(image.stem)
     return freed

@@ -290,7 +290,17 @@ class DockerBackend(SandboxBackend):
 
     def sweep_leftovers(self, server_id: str, live_ids: set[str], grace_s: float) -> None:
         self._remove_leftover_guards(server_id, grace_s)
-        self.disks.sweep(server_id, live_ids, grace_s)
+        # The workspace directory may be shared with servers of other namespaces (its default is one path
+        # per machine): a sandbox any of them runs, or a volume of one, keeps its image.
+        self.disks.sweep(server_id, live_ids | self._sandbox_ids_anywhere(), grace_s)
+
+    def _sandbox_ids_anywhere(self) -> set[str]:
+        """Every sandbox id a container or volume on this engine carries, whatever its namespace."""
+        found = self.client.containers.list(all=True, ignore_removed=True, filters={"label": [labels.SANDBOX]})
+        ids = {(c.labels or {}).get(labels.SANDBOX, "") for c in found}
+        for volume in self.client.volumes.list(filters={"label": [labels.SANDBOX]}):
+            ids.add((volume.attrs.get("Labels") or {}).get(labels.SANDBOX, ""))
+        return ids - {""}
 
     def _remove_leftover_guards(self, server_id: str, grace_s: float) -> None:
         """Finished guards of a server killed while one ran: ours, and others' finished `grace_s` ago

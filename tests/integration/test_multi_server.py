@@ -6,6 +6,7 @@ sandboxes as soon as they are expired (grace 0), so every rule gets exercised qu
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from datetime import UTC, datetime, timedelta
@@ -222,3 +223,34 @@ def test_the_guard_sweep_takes_only_this_instances_finished_guards_at_once(
         assert left() == set()
     finally:
         remove_namespace(docker_client, ns)
+
+
+def test_the_workspace_sweep_keeps_images_of_sandboxes_in_other_namespaces(
+    namespace: str, image: str, docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    """The workspace directory's default is one path per machine: a server of another namespace freed the
+    workspace image of a live sandbox of this one (its sweep only knew its own namespace's sandboxes)."""
+    from host.backends.docker_backend import DockerBackend
+    from host.config import Settings
+
+    root = tmp_path / "workspaces"
+    backend = DockerBackend(
+        Settings(namespace=f"{namespace}-sweeper", state_dir=tmp_path / "state", workspace_dir=root), docker_client
+    )
+    other_ns = f"{namespace}-elsewhere"
+    running = docker_client.containers.run(
+        image, entrypoint=["sleep", "60"], detach=True, network_mode="none",
+        labels={labels.SANDBOX: "sbx_elsewhere", labels.NAMESPACE: other_ns},
+    )  # fmt: skip
+    try:
+        (root / "srv-other").mkdir(parents=True)
+        kept, gone = root / "srv-other" / "sbx_elsewhere.img", root / "srv-other" / "sbx_gone.img"
+        for path in (kept, gone):
+            path.write_bytes(b"")
+            os.utime(path, (time.time() - 3600, time.time() - 3600))
+        backend.disks.mode = "loop"  # this test's own root, whatever the machine's default mode
+        backend.sweep_leftovers("srv-sweeper", set(), grace_s=0)
+        assert kept.exists() and not gone.exists()
+    finally:
+        running.remove(force=True)
+        remove_namespace(docker_client, other_ns)
