@@ -9,6 +9,7 @@ import secrets
 import time
 from typing import Any, Self
 
+import docker.errors
 import httpx
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.wait_strategies import HttpWaitStrategy
@@ -28,13 +29,21 @@ from rpc.models import files as f
 from rpc.models.code import CodeRunParams, CodeRunResult
 from rpc.models.sandbox import Health
 
+DEFAULT_TTL_S = 3600
+
 
 class BoxwrightContainer(DockerContainer):
-    def __init__(self, image: str = DEFAULT_IMAGE, *, mem_limit: str = "2g", **kwargs: Any) -> None:
+    """`ttl_s`: the sandbox ends itself that long after it is made, as the server's do — a test process
+    killed inside `with` (no Ryuk where it cannot be pulled) leaves no container running for ever."""
+
+    def __init__(
+        self, image: str = DEFAULT_IMAGE, *, mem_limit: str = "2g", ttl_s: int = DEFAULT_TTL_S, **kwargs: Any
+    ) -> None:
         super().__init__(image, **kwargs)
         self.token = secrets.token_urlsafe(32)
         self._runner_secret = secrets.token_urlsafe(32)
-        for name, value in agent_env(self.token, self._runner_secret).items():
+        self.expires_at = int(time.time()) + ttl_s
+        for name, value in agent_env(self.token, self._runner_secret, expires_at=self.expires_at).items():
             self.with_env(name, value)
         # Hardened like the sandboxes the server starts; testcontainers passes ports and tmpfs itself.
         # Its scratch mounts and its tmpfs workspace hold at most half its memory (as Settings requires of
@@ -53,6 +62,12 @@ class BoxwrightContainer(DockerContainer):
         self._ids = itertools.count(1)
 
     def start(self) -> Self:
+        try:  # testcontainers would try to pull it, and no registry may be reachable
+            self.get_docker_client().client.images.get(self.image)
+        except docker.errors.ImageNotFound:
+            raise BoxwrightError(
+                ErrorCode.IMAGE_NOT_FOUND, f"sandbox image {self.image} is not built", details={"image": self.image}
+            ) from None
         super().start()
         container = self.get_wrapped_container()
         start_code_runner(container.client.api, container.id or "", self._runner_secret)

@@ -3,6 +3,8 @@ host.testing) and drive it with a typed client."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from host.testing import BoxwrightContainer
@@ -33,3 +35,16 @@ def test_errors_surface_as_boxwright_errors(boxwright_sandbox: BoxwrightContaine
     with pytest.raises(BoxwrightError) as info:
         boxwright_sandbox.run_code("print(1)")
     assert info.value.code is ErrorCode.UNAUTHORIZED
+
+
+def test_the_sandbox_ends_itself_at_its_ttl_and_a_missing_image_is_a_clear_error(boxwright_image: str) -> None:
+    """A test process killed inside `with` left its container running for ever (no Ryuk here, no expiry);
+    a missing image was a raw APIError from a pull."""
+    with BoxwrightContainer(boxwright_image, ttl_s=120) as box:
+        env = dict(e.split("=", 1) for e in box.get_wrapped_container().attrs["Config"]["Env"])
+        assert int(env["BOXWRIGHT_EXPIRES_AT"]) == box.expires_at  # the agent's own deadline, in 120 s
+        assert 60 < box.expires_at - time.time() <= 121
+        assert box.run_code("import os; print(os.environ.get('BOXWRIGHT_EXPIRES_AT'))").stdout == "None\n"
+    with pytest.raises(BoxwrightError) as missing:
+        BoxwrightContainer("boxwright-sandbox:no-such-tag").start()
+    assert missing.value.code is ErrorCode.IMAGE_NOT_FOUND and "boxwright image build" in missing.value.hint
