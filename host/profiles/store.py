@@ -137,7 +137,7 @@ class ProfileStore:
         if (path / META_FILE).is_file() and (path / TMP_DIR).is_dir():
             return path
         if not (path / META_FILE).is_file():
-            self._check_room(owner, profile_id)
+            self.check_room(owner, profile_id)
         self.paths.root.mkdir(parents=True, exist_ok=True, mode=self.dir_mode)
         os.chmod(self.paths.root, self.dir_mode)
         ensure_dir(path.parent, self.dir_mode)
@@ -157,7 +157,7 @@ class ProfileStore:
                 log.info("profile %s/%s created (version 0)", owner, profile_id)
         return path
 
-    def _check_room(self, owner: str, profile_id: str) -> None:
+    def check_room(self, owner: str, profile_id: str) -> None:
         """Profiles are made by naming them (first use), so one owner could make any number of directories;
         the default profile is always there to be made (every scrape reads it)."""
         limit = self.settings.max_profiles_per_owner

@@ -36,7 +36,7 @@ from host.sandboxes.manager import SandboxManager
 from host.sandboxes.models import Caller, SandboxRecord
 from rpc import methods
 from rpc.deadline import Deadline
-from rpc.errors import BoxwrightError, ErrorCode
+from rpc.errors import BoxwrightError, ErrorCode, invalid_parameter
 from rpc.methods import Method
 from rpc.models.browser import SessionsParams
 from rpc.models.tasks import (
@@ -331,7 +331,10 @@ class RunManager:
         if self.profiles is None:
             raise BoxwrightError(ErrorCode.INVALID_PARAMETER, "this server keeps no login profiles")
         if profile_id is not None:
-            self.profiles.store.paths.profile_dir(caller.owner, profile_id)  # the configured pattern, no disk
+            store = self.profiles.store
+            store.paths.profile_dir(caller.owner, profile_id)  # the configured pattern, no disk
+            if not store.exists(caller.owner, profile_id):  # made on first use: refused now, not mid-run
+                await anyio.to_thread.run_sync(store.check_room, caller.owner, profile_id)
         return None if publish_to is None else await self.profiles.current_version(caller, publish_to)
 
     async def _check_sandbox(self, caller: Caller, req: RunTaskTemplateRequest) -> str | None:
@@ -340,6 +343,14 @@ class RunManager:
             self.jobs.check_room(caller)
             return None
         sandbox = self.sandboxes.resolve(caller, req.sandboxId)  # a sessionId alone means the default sandbox
+        if sandbox.job is not None:
+            raise invalid_parameter(
+                "sandboxId",
+                f"sandbox {sandbox.id} is the throw-away sandbox of run {sandbox.job}",
+                message=f"sandbox {sandbox.id} is run {sandbox.job}'s own: it is removed when that run ends",
+                hint="omit sandboxId (the run gets a sandbox of its own), or name one of yours (sandbox_create)",
+                sandboxId=sandbox.id,
+            )
         if req.sessionId is not None:
             params = SessionsParams()
             _, sessions = await self.sandboxes.call(

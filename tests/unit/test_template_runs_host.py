@@ -233,6 +233,22 @@ async def test_bad_requests_open_nothing(services: Services, fake: FakeBackend) 
         assert (await mcp.ok("list_task_runs", {}))["runs"] == [] and len(fake._containers) == 1
 
 
+async def test_what_would_fail_mid_run_is_refused_at_submit(host_settings: Settings, fake: FakeBackend) -> None:
+    """A run given another run's throw-away sandbox died when that run ended (SANDBOX_NOT_FOUND); one naming
+    a profile past the owner's profile limit was accepted, made a job sandbox, then failed QUOTA_EXCEEDED."""
+    services = Services(host_settings.replace(max_profiles_per_owner=1), backend=fake)
+    request = {"templateId": "batch_extract_pages", "inputs": {"urls": ["http://127.0.0.1:9/a"]}}
+    async with services.running(), client(services) as mcp:
+        job = await services.manager.create(Caller(owner="local", session="other"), job="run_other")
+        refused = await mcp.error("run_task_template", {**request, "sandboxId": job.id})
+        assert refused.code == "INVALID_PARAMETER" and "run_other" in refused.text
+        assert [e["field"] for e in refused.data["details"]["errors"]] == ["sandboxId"]
+        services.profiles.store.import_state("local", "first", {"cookies": [], "origins": []}, writer="t")
+        over = await mcp.error("run_task_template", {**request, "profileId": "second"})
+        assert over.code == "QUOTA_EXCEEDED" and over.data["details"]["resource"] == "profiles"
+        assert (await mcp.ok("list_task_runs", {}))["runs"] == [] and len(fake._containers) == 1  # the job's only
+
+
 async def test_trust_levels(host_settings: Settings, fake: FakeBackend, site: TaskSite) -> None:
     local_only = replace(CATALOG["batch_extract_pages"], trust_levels=("local",))
     services = Services(host_settings, backend=fake)
