@@ -6,11 +6,14 @@ page is checked against rpc.models.live before it goes on (anything else is refu
 `done` stays here (a login is finished). The relay adds what only the host knows: whether a tool
 call is acting on the session (`agent` messages), and it tells the profile publisher when the person
 acts, so a login made by hand in a profile session is published like a tool call's changes.
+
+One viewer per view (views.LiveView.connected): a newer WebSocket for the view ends this one with a
+final notice, and the page does not reconnect after it. No failure of one part leaves the relay: a
+part that ends, however, ends the whole relay and both WebSockets.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
@@ -53,7 +56,13 @@ async def _agent_to_page(agent: ClientConnection, ws: WebSocket) -> None:
 
 async def _page_to_agent(ws: WebSocket, agent: ClientConnection, view: LiveView, on_input: Callable[[], None]) -> None:
     while True:
-        raw = await ws.receive_text()
+        received = await ws.receive()
+        if received["type"] == "websocket.disconnect":
+            raise WebSocketDisconnect(received.get("code", 1000), received.get("reason"))
+        raw = received.get("text")
+        if raw is None:  # a binary frame: live view messages are JSON text
+            await _notice(ws, "an input message was refused (binary frames are not live view messages)", level="error")
+            continue
         try:
             message = VIEWER_INPUT.validate_json(raw)
         except ValidationError:
@@ -81,11 +90,19 @@ async def _until_ended(view: LiveView, ws: WebSocket) -> None:
     await _notice(ws, "this live view has ended (its session or sandbox is gone)", final=True)
 
 
+REPLACED = "this live view was opened in another window or tab, which shows it now (reload this page to show it here)"
+
+
+async def _until_replaced(replaced: anyio.Event, ws: WebSocket) -> None:
+    await replaced.wait()
+    await _notice(ws, REPLACED, final=True)
+
+
 async def relay(
     ws: WebSocket, view: LiveView, endpoint: AgentEndpoint, activity: Activity, on_input: Callable[[], None]
 ) -> None:
     """Run one viewer's relay until either side closes (the page, the agent, or the view's end)."""
-    view.connected()
+    replaced = view.connected()
     try:
         try:
             agent = await connect(
@@ -103,13 +120,18 @@ async def relay(
         async with agent, anyio.create_task_group() as tg:
 
             async def until_one_ends(part: Callable[..., Awaitable[None]], *args: Any) -> None:
-                with contextlib.suppress(WebSocketDisconnect, ConnectionClosed, RuntimeError):
+                try:
                     await part(*args)  # until one side goes away
+                except (WebSocketDisconnect, ConnectionClosed, RuntimeError):
+                    pass
+                except Exception:  # a bug in one part: the relay ends, the server and other viewers go on
+                    log.exception("live view %s: the relay failed", view.sandbox_id)
                 tg.cancel_scope.cancel()
 
             tg.start_soon(until_one_ends, _agent_to_page, agent, ws)
             tg.start_soon(until_one_ends, _page_to_agent, ws, agent, view, on_input)
             tg.start_soon(until_one_ends, _activity_to_page, ws, activity, view)
             tg.start_soon(until_one_ends, _until_ended, view, ws)
+            tg.start_soon(until_one_ends, _until_replaced, replaced, ws)
     finally:
         view.disconnected()

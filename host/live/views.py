@@ -13,6 +13,10 @@ call: over HTTP the caller's bearer token names the owner) makes one and returns
   cookie scoped to `/live/<viewId>` — the credential of that browser tab from then on (reloads work).
   The token is then spent: a second browser with the same link is refused, as is a wrong token.
 - An unused link expires after `live_view_link_ttl` seconds; a view ends with its session or sandbox.
+- One viewer per view: a new WebSocket for a view (the page reloaded, or opened in a second tab with
+  the same cookie) replaces the one before it, which is told so with a final notice and closed — the
+  newest is where the person is. Each viewer costs a screencast in the sandbox's Chromium, so a cookie
+  must not buy an unbounded number of them.
 """
 
 from __future__ import annotations
@@ -51,14 +55,20 @@ class LiveView:
     last_disconnect: float = 0.0
     done: anyio.Event = field(default_factory=anyio.Event)  # the person pressed Done
     ended: anyio.Event = field(default_factory=anyio.Event)  # the view is over (session or sandbox gone)
+    _replaced: anyio.Event | None = field(default=None, repr=False)  # the current viewer's: set when a newer comes
 
     @property
     def redeemed(self) -> bool:
         return self.cookie_sha256 is not None
 
-    def connected(self) -> None:
+    def connected(self) -> anyio.Event:
+        """A new viewer, replacing the one before it; the returned event is set when a newer one replaces it."""
+        if self._replaced is not None:
+            self._replaced.set()
+        replaced = self._replaced = anyio.Event()
         self.connections += 1
         self.ever_connected = True
+        return replaced
 
     def disconnected(self) -> None:
         self.connections -= 1

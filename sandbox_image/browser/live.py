@@ -6,6 +6,13 @@ so a slow viewer slows the stream instead of queueing frames. Input goes back th
 session (Input.dispatchMouseEvent / dispatchKeyEvent / insertText), one event at a time and in order;
 navigation, history and tab switches use the browser operations the tools use. The view follows the
 session's active tab, whoever changes it (the person, the agent, a popup). Messages: rpc.models.live.
+
+A viewer's CDP session must be detached however the viewer goes: the agent runs with aiohttp's
+handler_cancellation, which cancels this handler as soon as the host's TCP connection drops — usually
+while the teardown is under way — and a screencast left attached holds ~7 MiB of the browser and GPU
+processes until the page closes (a few hundred reconnects took a 2 GiB sandbox's Chromium down). So the
+teardown runs shielded, and a CDP session whose creation was cancelled is detached when it arrives.
+The host relays one viewer per view; MAX_STREAMS_PER_SESSION is the agent's own backstop.
 """
 
 from __future__ import annotations
@@ -58,6 +65,10 @@ NAVIGATION_TIMEOUT_MS = 30_000
 MAX_INPUT_MESSAGE = 64 * 1024
 INPUT_QUEUE = 256
 SCREENCAST = {"format": "jpeg", "quality": 70, "everyNthFrame": 1}
+TEARDOWN_STEP_S = 5.0  # stopScreencast / detach of a page stuck in a script: give up, the page's close frees it
+# Viewers of one session at once (each its own screencast): beyond it, the oldest is closed. The host already
+# replaces a view's viewer; this bounds many views of one session (each browser_live_view makes one).
+MAX_STREAMS_PER_SESSION = 4
 
 
 def screencast_of(page: Page) -> dict[str, Any]:
@@ -110,14 +121,18 @@ class LiveStream:
     async def _detach(self) -> None:
         cdp, self._cdp, self._page, self._tab = self._cdp, None, None, None
         if cdp is not None:
-            await quietly(cdp.send("Page.stopScreencast"))
-            await quietly(cdp.detach())
+            await _end_screencast(cdp)
 
     async def _attach(self, tab: Tab) -> None:
         await self._detach()
         try:
             page = await tab.ensure_page()
-            cdp = await page.context.new_cdp_session(page)
+            creating = asyncio.ensure_future(page.context.new_cdp_session(page))
+            try:
+                cdp = await asyncio.shield(creating)
+            except asyncio.CancelledError:  # Chromium attaches it anyway: detach it once it is there
+                creating.add_done_callback(_detach_when_done)
+                raise
         except (BoxwrightError, PlaywrightError) as exc:
             log.info("live view cannot show %s/%s yet: %s", self.session.id, tab.id, type(exc).__name__)
             return
@@ -277,17 +292,39 @@ class LiveStream:
 
     # -- the whole view ----------------------------------------------------------------------
     async def run(self) -> None:
-        if self.session.active_id is None or self.session.active_id not in self.session.tabs:
-            await self.session.active_tab()  # something to show
-        await self._follow_active_tab()  # attached before the first input is taken
-        tasks = [spawn(self._watch()), spawn(self._consume_inputs())]
+        tasks: list[asyncio.Task[None]] = []
         try:
+            if self.session.active_id is None or self.session.active_id not in self.session.tabs:
+                await self.session.active_tab()  # something to show
+            await self._follow_active_tab()  # attached before the first input is taken
+            tasks = [spawn(self._watch()), spawn(self._consume_inputs())]
             await self._receive()
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await self._detach()
+            # Shielded: a cancellation (the connection dropped) must not leave the screencast attached.
+            await asyncio.shield(spawn(self._teardown(tasks)))
+
+    async def _teardown(self, tasks: list[asyncio.Task[None]]) -> None:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)  # no attach of theirs runs past this
+        await self._detach()
+
+    async def replaced(self) -> None:
+        """Closed for a newer viewer of the session (the oldest goes past MAX_STREAMS_PER_SESSION)."""
+        await self.notice("this live view was closed: the session is shown in too many other views", final=True)
+        await self.ws.close()
+
+
+async def _end_screencast(cdp: CDPSession) -> None:
+    for step in (lambda: cdp.send("Page.stopScreencast"), cdp.detach):
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(TEARDOWN_STEP_S):
+                await quietly(step())
+
+
+def _detach_when_done(creating: asyncio.Future[CDPSession]) -> None:
+    if not creating.cancelled() and creating.exception() is None:
+        spawn(_end_screencast(creating.result()))
 
 
 def key_event(message: KeyInput) -> dict[str, Any]:
@@ -311,6 +348,8 @@ def key_event(message: KeyInput) -> dict[str, Any]:
 def handler(service: BrowserService, auth: TokenAuth) -> Any:
     """The aiohttp handler of GET /live: the sandbox's bearer token, then the session, then the WebSocket."""
 
+    streams: dict[Session, list[LiveStream]] = {}
+
     async def live(request: web.Request) -> web.StreamResponse:
         authorization = request.headers.get("Authorization")
         if not auth.check(authorization):
@@ -323,8 +362,20 @@ def handler(service: BrowserService, auth: TokenAuth) -> Any:
         ws = web.WebSocketResponse(max_msg_size=MAX_INPUT_MESSAGE, heartbeat=20.0)
         await ws.prepare(request)
         log.info("live view of session %s opened", session.id)
-        with contextlib.suppress(ConnectionError):
-            await LiveStream(service, session, ws).run()
+        stream = LiveStream(service, session, ws)
+        mine = streams.setdefault(session, [])
+        mine.append(stream)
+        for old in mine[:-MAX_STREAMS_PER_SESSION]:
+            mine.remove(old)
+            spawn(old.replaced())
+        try:
+            with contextlib.suppress(ConnectionError):
+                await stream.run()
+        finally:
+            if stream in mine:
+                mine.remove(stream)
+            if not mine and streams.get(session) is mine:
+                del streams[session]
         log.info("live view of session %s closed", session.id)
         return ws
 

@@ -106,9 +106,13 @@
       const handle = handlers[m.type];
       if (handle) handle(m);
     };
-    ws.onclose = () => {
+    ws.onclose = (ev) => {
       state.connected = false;
       if (state.ended) return;
+      if (ev.code === 1008) { // refused (the view ended, or this cookie is no longer its): retrying cannot help
+        notice("this live view is no longer available — ask for a new link", "error", true);
+        return;
+      }
       setTimeout(connect, retry);
       retry = Math.min(retry * 2, 8000);
     };
