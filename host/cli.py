@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import anyio
+from docker.errors import DockerException
 
 from host import __version__, labels, logs
 from host.config import Settings
@@ -49,6 +51,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if unknown:
         print(f"unknown toolset(s) {sorted(unknown)}; choose from {sorted(TOOLSETS)}", file=sys.stderr)
         return 2
+    if args.http:
+        problem = _listen_problem(args.host, args.port)
+        if problem is not None:  # before any sandbox (a warm pool) is started for a server that cannot listen
+            print(f"error: cannot serve on {args.host}:{args.port}: {problem}", file=sys.stderr)
+            return 1
     services = Services(settings)
     if args.http:
         tokens = TokenStore.load(Path(args.token_file))
@@ -56,6 +63,34 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     else:
         anyio.run(serve_stdio, services)
     return 0
+
+
+def _listen_problem(host: str, port: int) -> str | None:
+    """Why the HTTP server could not listen on host:port (in use, no such address), or None. Bound and
+    released as uvicorn will bind it (SO_REUSEADDR), so only a real conflict is reported."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"cannot resolve the address ({exc.strerror})"
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                return exc.strerror or str(exc)
+    return None
+
+
+def _port(text: str) -> int:
+    """A TCP port for --port (argparse's usage error rather than a traceback from the listener)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1 to 65535, not {port}")
+    return port
 
 
 def cmd_image_build(args: argparse.Namespace, settings: Settings) -> int:
@@ -147,6 +182,9 @@ def cmd_rm(args: argparse.Namespace, settings: Settings) -> int:
     from host import identity
     from host.sandboxes.locks import OwnershipLocks
 
+    if not args.sandbox_ids and not args.all:
+        print("error: name the sandboxes to remove (see `boxwright ls`), or --all", file=sys.stderr)
+        return 2
     backend = args.make_backend(settings.replace(backend=args.backend))
     locks = OwnershipLocks(settings.state_dir, settings.namespace)
     mine = identity.find(settings.state_dir)
@@ -187,6 +225,7 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         ok &= good
         print(f"[{'ok' if good else 'FAIL'}] {what}" + (f"\n       fix: {fix}" if fix and not good else ""))
 
+    report(True, "settings (BOXWRIGHT_*) valid")  # bad ones stop `main` with a [FAIL] line naming them
     try:
         client = docker_client()
         version = client.version().get("Version", "?")
@@ -220,12 +259,26 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_login(args: argparse.Namespace, settings: Settings) -> int:
+    from pydantic import ValidationError
+
     from host.profiles.login import LoginRequest, run_login
     from rpc.models.network import NetworkPolicy
 
     network = None
     if args.network or args.allow_host:
-        network = NetworkPolicy(mode=args.network or "allowlist", allowHosts=args.allow_host or [])
+        mode: Literal["public", "none", "allowlist"] = args.network or "allowlist"
+        if mode == "allowlist" and not args.allow_host:
+            print("error: --network allowlist needs at least one --allow-host HOST", file=sys.stderr)
+            return 2
+        if mode != "allowlist":
+            print(f"error: --allow-host applies only to --network allowlist, not {mode}", file=sys.stderr)
+            return 2
+        try:
+            network = NetworkPolicy(mode=mode, allowHosts=args.allow_host)
+        except ValidationError as exc:
+            problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors(include_url=False))
+            print(f"error: --allow-host: {problems}", file=sys.stderr)
+            return 2
     request = LoginRequest(
         owner=args.owner,
         profile_id=args.profile or settings.default_profile_id,
@@ -338,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", parents=[on], help="run the MCP server (stdio by default; --http for streamable HTTP)")
     s.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
     s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8765)
+    s.add_argument("--port", type=_port, default=8765)
     s.add_argument("--token-file", default=str(default_token_file()), help="bearer tokens for --http")
     s.add_argument(
         "--toolsets", default=None, help="comma-separated: sandbox,code,files,browser,templates (default: all)"
@@ -422,7 +475,10 @@ def main(argv: list[str] | None = None, *, make_backend: MakeBackend | None = No
     try:
         settings = Settings.load(log_level=args.log_level)
     except SettingsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        if args.func is cmd_doctor:  # the first thing doctor checks: nothing else can be checked without them
+            print(f"[FAIL] settings: {exc}\n       fix: correct or unset the variable(s) named")
+        else:
+            print(f"error: {exc}", file=sys.stderr)
         return 2
     logs.setup(settings.log_level)
     try:
@@ -438,6 +494,16 @@ def main(argv: list[str] | None = None, *, make_backend: MakeBackend | None = No
         return 2
     except KeyboardInterrupt:
         return 130
+    except DockerException as exc:  # the last resort: whatever the engine refused, said in a line
+        print(f"error: the Docker engine refused: {_docker_problem(exc)}", file=sys.stderr)
+        return 1
+
+
+def _docker_problem(exc: DockerException) -> str:
+    """The engine's own words (an APIError's explanation), else the exception's first line."""
+    explanation = getattr(exc, "explanation", None)
+    text = str(explanation or exc or type(exc).__name__)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from rpc.envvars import env_name
+
 FILE_NAME = "identity.json"
 SERVER_ID_PREFIX = "srv_"
 MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
@@ -71,20 +73,35 @@ class ServerIdentity:
 
 def load_or_create(state_dir: Path) -> ServerIdentity:
     """The identity of the server whose state dir this is, made on first use. Raises IdentityError."""
-    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with contextlib.suppress(PermissionError):  # not ours to change: the check below decides
-        if stat.S_IMODE(state_dir.stat().st_mode) & 0o077:
-            os.chmod(state_dir, 0o700)
-    path = state_dir / FILE_NAME
-    if not path.exists():
-        _create(path)
-    return _load(path)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(PermissionError):  # not ours to change: the check below decides
+            if stat.S_IMODE(state_dir.stat().st_mode) & 0o077:
+                os.chmod(state_dir, 0o700)
+        path = state_dir / FILE_NAME
+        if not path.exists():
+            _create(path)
+        return _load(path)
+    except OSError as exc:
+        raise _unusable(state_dir, exc) from None
 
 
 def find(state_dir: Path) -> ServerIdentity | None:
     """The identity of this state dir's server if it has one (for tools that must not make one)."""
     path = state_dir / FILE_NAME
-    return _load(path) if path.exists() else None
+    try:
+        return _load(path) if path.exists() else None
+    except OSError as exc:
+        raise _unusable(state_dir, exc) from None
+
+
+def _unusable(state_dir: Path, exc: OSError) -> IdentityError:
+    """A state dir that cannot be made or written (under a file, in /proc, not ours), said in one line."""
+    return IdentityError(
+        f"cannot use the state dir {state_dir} ({exc.strerror or type(exc).__name__}"
+        f"{f': {exc.filename}' if exc.filename and str(exc.filename) != str(state_dir) else ''}): "
+        f"set {env_name('state_dir')} to a directory this user can create and write"
+    )
 
 
 def _create(path: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from host.config import Settings
+from host.config import Settings, size_bytes
 from rpc.agent import AGENT_PORT
 
 # The users and group Dockerfile.sandbox creates.
@@ -28,6 +28,15 @@ class Limits:
     shm_size: str
     tmp_size: str
     nano_cpus: int | None = None
+
+    def __post_init__(self) -> None:
+        """Docker reads 0 (or -1) as "no limit" and a tmpfs of size 0 as unbounded: a sandbox never starts
+        without its limits, whoever builds them (Settings bounds its own at load)."""
+        if self.pids_limit < 1 or (self.nano_cpus is not None and self.nano_cpus < 1):
+            raise ValueError(f"a sandbox needs a positive pids and CPU limit, not {self.pids_limit}/{self.nano_cpus}")
+        for size in (self.mem_limit, self.shm_size, self.tmp_size):
+            if size_bytes(size) < 1:
+                raise ValueError(f"a sandbox needs a positive memory and scratch size, not {size!r}")
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:

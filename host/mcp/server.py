@@ -155,16 +155,20 @@ def http_app(services: Services, *, host: str, port: int, tokens: TokenStore) ->
     return app, server
 
 
+# Worded so that host.logs.Redact, which masks whatever follows "bearer" or "basic", leaves it whole.
+NO_TOKENS_WARNING = (
+    "no HTTP tokens configured: any local process can use this server "
+    "(create one with `boxwright token add <owner>` to require tokens)"
+)
+
+
 async def serve_http(services: Services, *, host: str, port: int, tokens: TokenStore) -> None:
     if not len(tokens):
         if not is_loopback(host):
             raise SystemExit(
                 f"refusing to serve on {host} without authentication: create a token with `boxwright token add <owner>`"
             )
-        log.warning(
-            "no bearer tokens configured: any local process can use this server "
-            "(create one with `boxwright token add <owner>` to require tokens)"
-        )
+        log.warning(NO_TOKENS_WARNING)
     try:
         app, _ = http_app(services, host=host, port=port, tokens=tokens)
     except ValueError as exc:

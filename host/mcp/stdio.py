@@ -8,10 +8,10 @@ lowlevel server the same messages; everything above it (sessions, dispatch, vali
 
 Like the SDK, it takes fds 0 and 1 over for the wire while serving: fd 0 then reads the null device and
 fd 1 goes to stderr, so a stray print or a child process cannot corrupt the protocol; both are put back
-on exit. It serves only pipes, sockets and character devices (what `connect_read_pipe` accepts); for
-anything else (a regular file on stdin, say), or an SDK without `MCPServer._lowlevel_server` (the
-server the SDK's own `run_stdio_async` serves; it has no public name), `serve` falls back to the SDK's
-own transport.
+on exit. It serves only pipes, sockets and character devices the loop can poll (what `connect_read_pipe`
+accepts); for anything else (a regular file or /dev/null on stdin, say: read to its end at once), or an
+SDK without `MCPServer._lowlevel_server` (the server the SDK's own `run_stdio_async` serves; it has no
+public name), `serve` falls back to the SDK's own transport.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import selectors
 import stat
 from typing import Any
 
@@ -39,12 +40,26 @@ MAX_LINE_BYTES = 32 * 1024 * 1024
 
 
 def _streamable(fd: int) -> bool:
-    """What the loop's pipe transports accept: a pipe, a socket or a character device."""
+    """What the loop's pipe transports accept: a pipe, a socket or a character device the loop's selector
+    can watch. epoll refuses some character devices (/dev/null, /dev/zero) with EPERM, and the pipe
+    transport only finds out in a callback — the server then waits for ever on a reader never registered."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return True
+    return stat.S_ISCHR(mode) and _pollable(fd)
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop's selector accepts `fd` (tried on a selector of its own, not the loop's)."""
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ | selectors.EVENT_WRITE)
+        except (OSError, ValueError):
+            return False
+    return True
 
 
 class _Claim:

@@ -61,3 +61,15 @@ def test_a_client_that_hangs_up_is_one_line_not_a_traceback(debug_logging: io.St
     lines = debug_logging.getvalue().splitlines()
     assert "INFO    mcp.server.streamable_http: Error handling POST request: the client disconnected first" in lines[0]
     assert "ERROR" in lines[1] and "Traceback" in lines[2] and "ClientDisconnect" not in debug_logging.getvalue()
+
+
+def test_the_no_token_warning_reaches_the_log_whole(debug_logging: io.StringIO) -> None:
+    """It read "no bearer [redacted] configured": worded so the redactor has nothing to mask, which still
+    masks whatever follows "bearer"."""
+    from host.mcp.server import NO_TOKENS_WARNING
+
+    logging.getLogger("host.mcp.server").warning(NO_TOKENS_WARNING)
+    logging.getLogger("host.mcp.server").warning("no bearer tokens configured")
+    err = debug_logging.getvalue()
+    assert NO_TOKENS_WARNING in err and "[redacted]" not in err.split("\n")[0]
+    assert "no bearer [redacted] configured" in err  # the redactor is as strict as before

@@ -24,10 +24,10 @@ BUSY = "the sandbox task failed: starting container failed: unable to remount di
 def _backend(
     tmp_path: Path, outcomes: list[BaseException | None], startup_timeout: float = 30
 ) -> tuple[SwarmBackend, list[float]]:
-    settings = Settings(
-        namespace="t", image="img", state_dir=tmp_path, backend="swarm", startup_timeout=startup_timeout
-    )
+    settings = Settings(namespace="t", image="img", state_dir=tmp_path, backend="swarm")
     backend = SwarmBackend(settings, manager=object(), engines=[])  # type: ignore[arg-type]
+    # Below Settings' floor of 1 s (a deadline already passed), so past its validation.
+    backend.settings = settings.model_copy(update={"startup_timeout": startup_timeout})
     deadlines: list[float] = []
 
     def start_once(spec: StartSpec, deadline: float) -> ContainerInfo:
