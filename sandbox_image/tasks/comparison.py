@@ -12,6 +12,9 @@ from rpc.models.browser import ContentSection
 from rpc.models.templates import Comparison, PageFacts, PageValues
 
 MAX_VALUES = 50
+# A heading or value is cut to this many characters: a page's single 1 MB "heading" would otherwise be
+# copied into the comparison (and the result) once per page that has it.
+MAX_VALUE_CHARS = 300
 # An amount with a currency symbol or code before or after it: $1,299.00, € 5, 12.50 EUR, 99元.
 _PRICE = re.compile(
     r"(?:[$€£¥₹]\s?\d[\d,]*(?:\.\d+)?"
@@ -23,7 +26,7 @@ _WORD = re.compile(r"\w+")
 
 
 def _unique(values: Iterable[str], limit: int = MAX_VALUES) -> list[str]:
-    return list(dict.fromkeys(v.strip() for v in values if v.strip()))[:limit]
+    return list(dict.fromkeys(v.strip()[:MAX_VALUE_CHARS] for v in values if v.strip()))[:limit]
 
 
 def page_facts(url: str, title: str, sections: list[ContentSection]) -> PageFacts:

@@ -301,3 +301,65 @@ def test_a_cancel_after_every_step_ended_is_not_taken() -> None:
     late.begin()
     late.steps[0].status, late.steps[1].status = "succeeded", "failed"
     assert not late.request_cancel() and not late.cancel_requested
+
+
+def test_inline_result_bounds_what_a_template_adds_beside_its_items() -> None:
+    """multi_tab_compare's comparison was never cut: a 3.8 MB "inline" result made get_task_run answer
+    PAYLOAD_TOO_LARGE for ever. The bound holds whatever the result's shape."""
+    from sandbox_image.tasks.artifacts import inline_result
+
+    summary = {"total": 3, "succeeded": 3, "failed": 0, "skipped": 0}
+    items = [{"url": f"http://127.0.0.1/{i}", "success": True, "content": "c" * 1000} for i in range(3)]
+    pages = [{"url": f"http://127.0.0.1/{i}", "headings": ["h" * 20_000] * 200} for i in range(3)]
+    huge = inline_result({"summary": summary, "items": items, "comparison": {"pages": pages}}, "art_1")
+    assert huge.truncated and huge.artifactId == "art_1" and len(huge.model_dump_json()) <= MAX_ARTIFACT_INLINE_BYTES
+    kept = huge.model_dump()["comparison"]["pages"]  # shortened, not dropped, while that fits
+    assert len(kept) == 3 and len(kept[0]["headings"]) == 20 and len(kept[0]["headings"][0]) == 501
+    assert [i["url"] for i in huge.items] == [i["url"] for i in items] and "content" not in huge.items[0]
+
+    wide = [{"url": f"u{i}", "values": [f"{i}-{j}" * 50 for j in range(20)]} for i in range(5000)]
+    dropped = inline_result({"summary": summary, "items": items, "comparison": {"pages": [wide] * 20}}, "art_2")
+    assert dropped.model_dump()["fieldsOmitted"] == ["comparison"] and "comparison" not in dropped.model_dump()
+    assert len(dropped.model_dump_json()) <= MAX_ARTIFACT_INLINE_BYTES and len(dropped.items) == 3
+
+    small = {"summary": summary, "items": items, "comparison": {"sameTitle": True}}
+    assert inline_result(small, "art_3").model_dump(exclude_none=True) == {
+        **small,
+        "truncated": False,
+        "artifactId": "art_3",
+    }
+
+
+@pytest.mark.parametrize(
+    ("cell", "written"),
+    [
+        ('=HYPERLINK("http://x","y")', '\'=HYPERLINK("http://x","y")'),
+        ("+1+1", "'+1+1"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\t=1", "'\t=1"),
+        ("Plain title", "Plain title"),
+        ("a=b", "a=b"),
+        (42, "42"),
+        (None, ""),
+    ],
+)
+def test_a_csv_cell_a_spreadsheet_would_run_is_quoted(cell: object, written: str) -> None:
+    import csv
+    import io
+
+    from sandbox_image.tasks.artifacts import csv_artifact
+
+    artifact = csv_artifact("items.csv", ["title"], [[cell]])
+    rows = list(csv.reader(io.StringIO(artifact.data.decode())))
+    assert rows == [["title"], [written]]
+
+
+def test_a_comparison_value_is_cut_at_its_source() -> None:
+    from rpc.models.browser import ContentSection
+    from sandbox_image.tasks.comparison import MAX_VALUE_CHARS, compare, page_facts
+
+    sections = [ContentSection(heading="H" * 100_000, text="price $5")]
+    facts = [page_facts(f"http://127.0.0.1/{i}", "t", sections) for i in range(2)]
+    assert len(facts[0].headings[0]) == MAX_VALUE_CHARS
+    assert compare(facts).sharedHeadings == ["H" * MAX_VALUE_CHARS]
