@@ -31,7 +31,8 @@ class RequestSizeLimit:
         declared = dict(scope.get("headers") or []).get(b"content-length", b"") if scope["type"] == "http" else b""
         if declared.isdigit() and int(declared) > self.max_bytes:
             message = (
-                f"request body of {int(declared)} bytes is over this server's limit of {self.max_bytes} bytes; "
+                f"request body of {int(declared)} bytes is over this server's limit of {self.max_bytes} bytes: "
+                "send less per call (fewer or shorter values, e.g. a batch split into several runs); "
                 f"send large files in parts: file_write with append=true, at most {MAX_WRITE_BYTES} bytes per call"
             )
             body = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Self
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from rpc.models.base import Params, Result
 from rpc.models.browser import ContentSection, PageElement, port_error
@@ -17,6 +17,9 @@ from rpc.models.profiles import ProfileId
 from rpc.models.tasks import ResultSummary, StepInfo, StepStatus
 
 MAX_BATCH_URLS = 1000
+# The urls of one batch together: 1000 of the longest (8192) would be an 8 MB request, past the HTTP
+# server's body limit (4 MiB), refused there with no word about which field to shorten.
+MAX_BATCH_URL_CHARS = 1_000_000
 MAX_BATCH_CONCURRENCY = 5
 DEFAULT_BATCH_CONCURRENCY = 3
 MIN_COMPARE_URLS = 2
@@ -89,6 +92,17 @@ class BatchExtractInputs(Params):
         description="Tabs working at once (also capped by the tabs left in the session)",
     )
     navigationTimeoutMs: NavigationTimeout = 30_000
+
+    @field_validator("urls")
+    @classmethod
+    def _within_one_request(cls, urls: list[str]) -> list[str]:
+        total = sum(len(u) for u in urls)
+        if total > MAX_BATCH_URL_CHARS:
+            raise ValueError(
+                f"{len(urls)} URLs of {total} characters together, at most {MAX_BATCH_URL_CHARS}: split them into "
+                "several runs"
+            )
+        return urls
 
 
 class BatchExtractItem(PageOutcome):

@@ -299,3 +299,4 @@ async def test_an_oversize_request_says_how_to_write_more() -> None:
     assert refused.status_code == 413
     error = refused.json()["error"]
     assert "append=true" in error["message"] and error["data"]["errorCode"] == "PAYLOAD_TOO_LARGE"
+    assert "send less per call" in error["message"]  # not only files: any tool's arguments

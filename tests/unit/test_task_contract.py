@@ -165,6 +165,14 @@ URL = "https://example.com/a"
         ("batch_extract_pages", {"urls": [URL]}, {"version": "latest"}, ErrorCode.TEMPLATE_VERSION_UNSUPPORTED, None),
         ("batch_extract_pages", {"urls": []}, {}, ErrorCode.INVALID_PARAMETER, "inputs.urls"),
         ("batch_extract_pages", {"urls": [URL] * 1001}, {}, ErrorCode.INVALID_PARAMETER, "inputs.urls"),
+        # 1000 of the longest URLs: an 8 MB request the HTTP server refused with no word about which field.
+        (
+            "batch_extract_pages",
+            {"urls": [URL + "?" + "q" * 8000] * 1000},
+            {},
+            ErrorCode.INVALID_PARAMETER,
+            "inputs.urls",
+        ),
         (
             "batch_extract_pages",
             {"urls": [URL, "file:///etc/passwd"]},
