@@ -4,15 +4,12 @@ names none); views subscribe to theirs."""
 
 from __future__ import annotations
 
-import contextlib
-import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from host.profiles.publisher import session_of
 from host.sandboxes.models import SandboxRecord
@@ -22,35 +19,54 @@ Key = tuple[str, str]  # (sandbox id, session id)
 State = tuple[bool, str | None]  # (acting, the tool acting)
 
 
+class _Watch:
+    """A change flag a viewer waits on: set by any number of changes, cleared when the viewer reads."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+        self._event = anyio.Event()
+
+
 class Activity:
     def __init__(self) -> None:
         self._acting: Counter[Key] = Counter()
         self._tool: dict[Key, str] = {}
-        self._subscribers: dict[Key, list[MemoryObjectSendStream[State]]] = {}
+        self._subscribers: dict[Key, list[_Watch]] = {}
 
     def acting(self, sandbox_id: str, session_id: str) -> bool:
         return self._acting[(sandbox_id, session_id)] > 0
 
+    def state(self, key: Key) -> State:
+        return (self._acting[key] > 0, self._tool.get(key))
+
     def _changed(self, key: Key) -> None:
-        state = (self._acting[key] > 0, self._tool.get(key))
-        for stream in self._subscribers.get(key, []):
-            # A slow viewer misses an intermediate state; the latest one follows.
-            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                stream.send_nowait(state)
+        for watch in self._subscribers.get(key, []):
+            watch.set()
 
     @contextmanager
-    def subscribe(self, sandbox_id: str, session_id: str) -> Iterator[MemoryObjectReceiveStream[State]]:
+    def subscribe(self, sandbox_id: str, session_id: str) -> Iterator[AsyncIterator[State]]:
+        """The session's state, then each time it changes. A viewer that reads slowly skips intermediate
+        states and gets the latest: nothing is queued for it (a stalled viewer once held every change)."""
         key = (sandbox_id, session_id)
-        send, receive = anyio.create_memory_object_stream[State](math.inf)
-        self._subscribers.setdefault(key, []).append(send)
+        watch = _Watch()
+        self._subscribers.setdefault(key, []).append(watch)
         try:
-            yield receive
+            yield self._states(key, watch)
         finally:
-            self._subscribers[key].remove(send)
+            self._subscribers[key].remove(watch)
             if not self._subscribers[key]:
                 del self._subscribers[key]
-            send.close()
-            receive.close()
+
+    async def _states(self, key: Key, watch: _Watch) -> AsyncIterator[State]:
+        while True:
+            await watch.wait()
+            yield self.state(key)
 
     @contextmanager
     def marked(self, sandbox_id: str, session_id: str, what: str) -> Iterator[None]:
