@@ -28,7 +28,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 from host.agent_client import AgentEndpoint
 from host.live.activity import Activity
 from host.live.views import LiveView
-from rpc.models.live import LIVE_PATH, VIEWER_INPUT, AgentActivity, DoneInput, NoticeMessage
+from rpc.models.live import LIVE_PATH, SESSION_CLOSED_CODE, VIEWER_INPUT, AgentActivity, DoneInput, NoticeMessage
 
 log = logging.getLogger("boxwright.live")
 
@@ -49,9 +49,11 @@ async def _notice(ws: WebSocket, message: str, *, level: Level = "info", final: 
     await ws.send_text(notice.model_dump_json())
 
 
-async def _agent_to_page(agent: ClientConnection, ws: WebSocket) -> None:
+async def _agent_to_page(agent: ClientConnection, ws: WebSocket, session_gone: Callable[[], None]) -> None:
     async for message in agent:
         await ws.send_text(message if isinstance(message, str) else message.decode())
+    if agent.close_code == SESSION_CLOSED_CODE:  # by a tool call, a run, or the browser's end
+        session_gone()
 
 
 async def _page_to_agent(ws: WebSocket, agent: ClientConnection, view: LiveView, on_input: Callable[[], None]) -> None:
@@ -99,9 +101,15 @@ async def _until_replaced(replaced: anyio.Event, ws: WebSocket) -> None:
 
 
 async def relay(
-    ws: WebSocket, view: LiveView, endpoint: AgentEndpoint, activity: Activity, on_input: Callable[[], None]
+    ws: WebSocket,
+    view: LiveView,
+    endpoint: AgentEndpoint,
+    activity: Activity,
+    on_input: Callable[[], None],
+    session_gone: Callable[[], None],
 ) -> None:
-    """Run one viewer's relay until either side closes (the page, the agent, or the view's end)."""
+    """Run one viewer's relay until either side closes (the page, the agent, or the view's end).
+    `session_gone` is called when the agent says the session is closed (or not there): the view ends."""
     replaced = view.connected()
     try:
         try:
@@ -112,7 +120,17 @@ async def relay(
                 open_timeout=OPEN_TIMEOUT_S,
                 proxy=None,
             )
-        except (OSError, TimeoutError, InvalidStatus, WebSocketException) as exc:
+        except InvalidStatus as exc:
+            if exc.response.status_code == 404:  # the agent has no such session (any more)
+                session_gone()
+                await _notice(ws, "this live view has ended (its session was closed)", final=True)
+                return
+            log.warning(
+                "live view %s: the sandbox's agent refused (HTTP %s)", view.sandbox_id, exc.response.status_code
+            )
+            await _notice(ws, "the sandbox's browser cannot be reached", level="error", final=True)
+            return
+        except (OSError, TimeoutError, WebSocketException) as exc:
             log.warning("live view %s: cannot reach the sandbox's agent (%s)", view.sandbox_id, type(exc).__name__)
             await _notice(ws, "the sandbox's browser cannot be reached (is the session still open?)", level="error",
                           final=True)  # fmt: skip
@@ -128,7 +146,7 @@ async def relay(
                     log.exception("live view %s: the relay failed", view.sandbox_id)
                 tg.cancel_scope.cancel()
 
-            tg.start_soon(until_one_ends, _agent_to_page, agent, ws)
+            tg.start_soon(until_one_ends, _agent_to_page, agent, ws, session_gone)
             tg.start_soon(until_one_ends, _page_to_agent, ws, agent, view, on_input)
             tg.start_soon(until_one_ends, _activity_to_page, ws, activity, view)
             tg.start_soon(until_one_ends, _until_ended, view, ws)

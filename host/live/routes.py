@@ -172,7 +172,14 @@ def live_routes(service: LiveViewService) -> list[BaseRoute]:
             await ws.close(code=1011)
             return
         await ws.accept()
-        await relay(ws, view, rec.endpoint, service.activity, lambda: service.person_acted(view))
+        await relay(
+            ws,
+            view,
+            rec.endpoint,
+            service.activity,
+            on_input=lambda: service.person_acted(view),
+            session_gone=lambda: service.views.end(view),
+        )
         with contextlib.suppress(RuntimeError, WebSocketDisconnect):  # the page may have closed it already
             await ws.close()
 

@@ -16,6 +16,9 @@ from pydantic import Field, TypeAdapter
 from rpc.models.base import Params, Result
 
 LIVE_PATH = "/live"
+# The close code of the agent's live WebSocket when the session it shows was closed: the host then ends
+# the view (its link and cookie), since nothing will ever be shown in it again.
+SESSION_CLOSED_CODE = 4404
 MAX_COORD = 20_000.0
 Modifiers = Annotated[int, Field(0, ge=0, le=15, description="Alt=1, Ctrl=2, Meta=4, Shift=8")]
 Coord = Annotated[float, Field(ge=-MAX_COORD, le=MAX_COORD)]

@@ -31,6 +31,7 @@ from rpc.errors import BoxwrightError, unauthorized
 from rpc.models.browser import GotoParams, HandleDialogParams, HistoryParams
 from rpc.models.live import (
     AGENT_INPUT,
+    SESSION_CLOSED_CODE,
     AgentInput,
     DialogInput,
     HistoryInput,
@@ -180,7 +181,7 @@ class LiveStream:
         while not self.ws.closed:
             if self.session.closed:
                 await self.notice(f"session {self.session.id} was closed", final=True)
-                await self.ws.close()
+                await self.ws.close(code=SESSION_CLOSED_CODE)
                 return
             await self._follow_active_tab()
             status = (await self._status()).model_dump_json()

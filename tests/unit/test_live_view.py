@@ -157,6 +157,10 @@ async def test_a_person_sees_the_session_and_drives_it(services: Services, site:
         await until(page, "window.liveView.frames > 0")
         await mcp.ok("browser_sessions", {"action": "close", "sessionId": sid})
         await until(page, "window.liveView.ended === true")
+        # The view ended with its session: a reload is refused at once (it reconnected to a 404 before).
+        assert services.live.views.get(link["url"].split("/live/")[1].split("#")[0]) is None
+        await page.reload()
+        await until(page, "window.liveView.refused !== null")
         for p in (page, again, forged):
             await p.close()
         assert not services.live.views.watched(box)
