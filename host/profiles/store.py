@@ -51,6 +51,8 @@ STATE_FILE = "state.json"
 META_FILE = "meta.json"
 LOGIN_LOCK = "login.lock"
 PUBLISH_LOCK = "publish.lock"
+# In an owner's directory: held while a new profile is counted against the limit and made.
+CREATE_LOCK = ".create.lock"
 TMP_DIR = "tmp"
 # A read that meets a publish between its two renames reads again (with a growing pause), and after
 # that many tries waits for publish.lock instead (longer than a publish would: reading is not urgent).
@@ -136,11 +138,22 @@ class ProfileStore:
         path = self._dir(owner, profile_id)
         if (path / META_FILE).is_file() and (path / TMP_DIR).is_dir():
             return path
-        if not (path / META_FILE).is_file():
-            self.check_room(owner, profile_id)
         self.paths.root.mkdir(parents=True, exist_ok=True, mode=self.dir_mode)
         os.chmod(self.paths.root, self.dir_mode)
         ensure_dir(path.parent, self.dir_mode)
+        if (path / META_FILE).is_file():
+            return self._made(path, owner, profile_id)
+        # Counted and made under the owner's lock: two new profiles at once (two runs, two servers on one
+        # root) could otherwise each find room for one and both be made.
+        with publish_lock(
+            path.parent / CREATE_LOCK, timeout_s=self.lock_timeout_s, mode=self.file_mode, profile_id=profile_id
+        ):
+            if not (path / META_FILE).is_file():
+                self.check_room(owner, profile_id)
+            return self._made(path, owner, profile_id)
+
+    def _made(self, path: Path, owner: str, profile_id: str) -> Path:
+        """The profile's directory and its version 0, whichever of them is missing."""
         ensure_dir(path, self.dir_mode)
         ensure_dir(path / TMP_DIR, self.dir_mode)
         with self._publish_lock(path, profile_id):

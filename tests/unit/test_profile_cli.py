@@ -137,7 +137,7 @@ def test_profile_settings_have_one_name_and_one_order_of_precedence(
     assert main(["profile", "import", str(source)]) == 0  # the variable names the profile
     assert main(["profile", "import", str(source), "--profile", "work"]) == 0  # the flag wins
     capsys.readouterr()
-    assert sorted(p.name for p in (root / "local").iterdir()) == ["team", "work"]
+    assert sorted(p.name for p in (root / "local").iterdir() if p.is_dir()) == ["team", "work"]
     assert not (env.state_dir / "profiles").exists()  # the root's variable wins over the state dir's default
 
     server = Services(Settings(), backend=fake)  # what `boxwright serve` builds from the same env

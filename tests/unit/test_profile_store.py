@@ -279,6 +279,32 @@ def test_one_owner_has_at_most_max_profiles_the_default_aside(tmp_path: Path) ->
     store.read("bob", "p3")
 
 
+def test_new_profiles_made_at_once_stay_within_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each new profile was counted, then made: eight made at once all found room for one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = ProfileStore(Settings(state_dir=tmp_path / "state", namespace="unit", max_profiles_per_owner=2))
+    counted = store.check_room
+
+    def slow_check(owner: str, profile_id: str) -> None:
+        counted(owner, profile_id)
+        time.sleep(0.05)  # the others count meanwhile
+
+    monkeypatch.setattr(store, "check_room", slow_check)
+
+    def make(i: int) -> str:
+        try:
+            store.read("bob", f"p{i}")
+        except BoxwrightError as exc:
+            return exc.code.value
+        return "made"
+
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(make, range(8)))
+    assert sorted(outcomes) == ["QUOTA_EXCEEDED"] * 6 + ["made"] * 2
+    assert len([p for p in store.list("bob") if p.profileId != "master"]) == 2
+
+
 def test_a_session_saving_to_a_deleted_profile_does_not_make_it_again(store: ProfileStore) -> None:
     store.publish("local", "gone", state(), base_version=0, writer=writer_id("login"))
     start = store.read("local", "gone").version
