@@ -39,6 +39,11 @@ from sandbox_image.tasks.artifacts import Artifact
 # Finished runs are kept this long, and at most this many, for the host to read.
 KEEP_FINISHED_S = 3600.0
 MAX_FINISHED = 200
+# ...and their artifacts together in at most this many bytes of the sandbox's memory (a batch of big pages
+# is a 40 MB result.json): past it the oldest go first, but none before MIN_KEEP_S (the host copies a
+# run's artifacts within 120 s of its end, sandboxes it does not reach in time aside).
+MAX_FINISHED_BYTES = 256 * 1024 * 1024
+MIN_KEEP_S = 600.0
 
 
 def now_ms() -> int:
@@ -222,10 +227,19 @@ class Run:
 
 
 class RunRegistry:
-    def __init__(self, keep_finished_s: float = KEEP_FINISHED_S, max_finished: int = MAX_FINISHED) -> None:
+    def __init__(
+        self,
+        keep_finished_s: float = KEEP_FINISHED_S,
+        max_finished: int = MAX_FINISHED,
+        max_finished_bytes: int = MAX_FINISHED_BYTES,
+        min_keep_s: float = MIN_KEEP_S,
+    ) -> None:
         self.keep_finished_s = keep_finished_s
         self.max_finished = max_finished
+        self.max_finished_bytes = max_finished_bytes
+        self.min_keep_s = min_keep_s
         self._runs: dict[str, Run] = {}
+        self._later: asyncio.TimerHandle | None = None
 
     def add(self, run: Run) -> None:
         self.evict()
@@ -250,11 +264,30 @@ class RunRegistry:
         return list(self._runs.values())
 
     def evict(self) -> None:
-        """Forget finished runs past their keep time, and the oldest beyond the cap."""
+        """Forget finished runs past their keep time, and the oldest beyond the caps (count, then bytes).
+        Called on every use and when a run ends; what is over the bytes cap but too new to go is looked
+        at again once it may (no call may come: the host stops asking once it has copied a run)."""
         now = time.monotonic()
         finished = [r for r in self._runs.values() if r.terminal and r.ended is not None]
         finished.sort(key=lambda r: r.ended or 0.0)
         excess = len(finished) - self.max_finished
+        held = sum(_artifact_bytes(r) for r in finished)
         for i, run in enumerate(finished):
-            if i < excess or now - (run.ended or now) > self.keep_finished_s:
+            age = now - (run.ended or now)
+            over_bytes = held > self.max_finished_bytes and age >= self.min_keep_s
+            if i < excess or age > self.keep_finished_s or over_bytes:
                 del self._runs[run.id]
+                held -= _artifact_bytes(run)
+            elif held > self.max_finished_bytes:
+                self._evict_at(self.min_keep_s - age)
+                break
+
+    def _evict_at(self, delay_s: float) -> None:
+        if self._later is not None:
+            self._later.cancel()
+        with contextlib.suppress(RuntimeError):  # no loop (a unit test): the next use evicts
+            self._later = asyncio.get_running_loop().call_later(max(delay_s, 0.0) + 1.0, self.evict)
+
+
+def _artifact_bytes(run: Run) -> int:
+    return sum(len(a.data) for a in run.outcome.artifacts) if run.outcome else 0

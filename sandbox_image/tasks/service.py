@@ -211,5 +211,6 @@ class TaskService:
             with contextlib.suppress(BoxwrightError):
                 await self.browser.sessions.close(session.id)
         run.finish(Outcome(status, error, result, artifacts))
+        self.runs.evict()  # its artifacts may push older runs' out of memory
         log.info("run %s (%s) ended %s: %d/%d succeeded in %d ms", run.id, run.spec.template_id, status,
                  summary.succeeded, summary.total, run.elapsed_ms())  # fmt: skip

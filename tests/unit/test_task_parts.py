@@ -363,3 +363,28 @@ def test_a_comparison_value_is_cut_at_its_source() -> None:
     facts = [page_facts(f"http://127.0.0.1/{i}", "t", sections) for i in range(2)]
     assert len(facts[0].headings[0]) == MAX_VALUE_CHARS
     assert compare(facts).sharedHeadings == ["H" * MAX_VALUE_CHARS]
+
+
+async def test_finished_runs_artifacts_are_held_in_bounded_memory() -> None:
+    """A finished run was kept an hour with its artifacts (a batch of big pages: a 40 MB result.json), so a
+    few such runs in a long-lived sandbox ran it out of memory. Past the bytes cap the oldest go, but none
+    before the host has had time to copy them — and without waiting for another call."""
+    from sandbox_image.tasks.runs import Outcome, Run, RunRegistry
+
+    registry = RunRegistry(max_finished_bytes=100, min_keep_s=0.2)
+
+    def finished(run_id: str, size: int) -> Run:
+        run = Run(run_id, BATCH_EXTRACT_PAGES, None, 60_000, "local", "s", True, [])
+        registry.add(run)
+        run.finish(Outcome("succeeded", None, None, [json_artifact("result.json", "x" * size)]))
+        registry.evict()
+        return run
+
+    finished("run_old", 60)
+    await asyncio.sleep(0.3)
+    finished("run_new", 60)  # 120 bytes held: the old one goes, it was copied long ago
+    assert [r.id for r in registry.all()] == ["run_new"]
+    finished("run_newer", 60)  # over again, but run_new is too new to go yet
+    assert [r.id for r in registry.all()] == ["run_new", "run_newer"]
+    await asyncio.sleep(1.5)  # the registry looks again by itself, no call needed
+    assert registry.find("run_new") is None and registry.find("run_newer") is not None
